@@ -1,0 +1,193 @@
+"""Array backends: the one place that knows NumPy, CuPy, PyTorch and array-api-strict.
+
+Solvers, losses and measures are written once against the Python array API standard
+and receive their namespace as a required ``xp`` keyword. This module resolves that
+namespace, by name (``numpy``, ``array-api-strict``, ``torch``, ``cupy``) or from input
+arrays, fixes the working dtype and device, and is the only module that moves arrays
+between host and device (``Backend.asarray`` / :func:`to_numpy`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import array_api_compat
+import numpy as np
+
+from calopt.errors import BackendError, UnknownNameError
+
+__all__ = ["BACKENDS", "Backend", "backend_of", "get_backend", "to_numpy"]
+
+#: Names accepted by :func:`get_backend` and ``--backend``.
+BACKENDS = ("numpy", "array-api-strict", "torch", "cupy")
+_DTYPES = ("float64", "float32")
+
+
+def _import_namespace(name: str) -> Any:
+    """Import the array library called ``name`` and return its standard namespace."""
+    if name == "numpy":
+        return array_api_compat.array_namespace(np.empty(0))
+    if name == "array-api-strict":
+        try:
+            import array_api_strict
+        except ImportError:
+            raise BackendError(
+                "backend 'array-api-strict' needs the array-api-strict package: "
+                "pip install array-api-strict"
+            ) from None
+        return array_api_strict
+    if name == "torch":
+        try:
+            import torch
+        except ImportError:
+            raise BackendError("backend 'torch' needs PyTorch: pip install torch") from None
+        return array_api_compat.array_namespace(torch.empty(0))
+    if name == "cupy":
+        try:
+            import cupy
+        except ImportError:
+            raise BackendError(
+                "backend 'cupy' needs CuPy and an NVIDIA GPU: "
+                "pip install 'calopt[cuda12]' (or calopt[cuda13] for CUDA 13)"
+            ) from None
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:  # CUDARuntimeError, driver missing, ...
+            raise BackendError(f"backend 'cupy': no usable CUDA GPU ({exc})") from None
+        if count == 0:
+            raise BackendError("backend 'cupy': CuPy is installed but no CUDA GPU is visible")
+        return array_api_compat.array_namespace(cupy.empty(0))
+    raise UnknownNameError("backend", name, BACKENDS)
+
+
+def _backend_name(xp: Any) -> str:
+    if array_api_compat.is_numpy_namespace(xp):
+        return "numpy"
+    if array_api_compat.is_cupy_namespace(xp):
+        return "cupy"
+    if array_api_compat.is_torch_namespace(xp):
+        return "torch"
+    if array_api_compat.is_array_api_strict_namespace(xp):
+        return "array-api-strict"
+    return getattr(xp, "__name__", "unknown")
+
+
+def _resolve_device(name: str, xp: Any, device: Any) -> Any:
+    """Turn a user's device spec (``None``, ``0``, ``"cuda:1"``, ``"cpu"``) into a device."""
+    if device is None or not isinstance(device, (str, int)):
+        return device
+    if name == "cupy":
+        import cupy
+
+        index = int(str(device).removeprefix("cuda:").removeprefix("gpu:"))
+        if not 0 <= index < cupy.cuda.runtime.getDeviceCount():
+            raise BackendError(f"backend 'cupy': no GPU with index {index}")
+        return cupy.cuda.Device(index)
+    if name == "torch":
+        import torch
+
+        return torch.device(device if isinstance(device, str) else f"cuda:{device}")
+    if name == "array-api-strict":
+        return xp.Device(str(device)) if str(device) != "cpu" else xp.Device("CPU_DEVICE")
+    if str(device) != "cpu":
+        raise BackendError(f"backend {name!r} runs on the CPU only, not on {device!r}")
+    return "cpu"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A resolved array backend: namespace, working float dtype and device.
+
+    Internal functions receive ``backend.xp`` as their ``xp`` keyword; data enters
+    through :meth:`asarray` once, at the public boundary.
+    """
+
+    name: str
+    xp: Any
+    dtype: Any
+    device: Any = None
+
+    def asarray(self, x: Any, *, dtype: Any = None) -> Any:
+        """Move ``x`` (a NumPy array, scipy.sparse matrix, list or scalar) onto this backend.
+
+        Sparse matrices are densified here; solvers that keep data sparse do so on
+        the NumPy backend before reaching this point.
+        """
+        if hasattr(x, "toarray") and not array_api_compat.is_array_api_obj(x):
+            x = x.toarray()
+        if (
+            array_api_compat.is_array_api_obj(x)
+            and not array_api_compat.is_numpy_array(x)
+            and array_api_compat.array_namespace(x) is not self.xp
+        ):
+            x = to_numpy(x)  # from another library: go through the host once
+        return self.xp.asarray(x, dtype=self.dtype if dtype is None else dtype, device=self.device)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        """Copy ``x`` to a host NumPy array."""
+        return to_numpy(x)
+
+    def scalar(self, value: float) -> Any:
+        """A 0-d array of the working dtype on this device."""
+        return self.xp.asarray(value, dtype=self.dtype, device=self.device)
+
+
+def get_backend(name: str = "numpy", *, dtype: str = "float64", device: Any = None) -> Backend:
+    """Resolve a backend by name, with its working float ``dtype`` and ``device``.
+
+    Raises :class:`~calopt.errors.UnknownNameError` for an unknown name and
+    :class:`~calopt.errors.BackendError` when the library or a GPU is missing.
+    """
+    if dtype not in _DTYPES:
+        raise UnknownNameError("dtype", str(dtype), _DTYPES)
+    xp = _import_namespace(name)
+    return Backend(name, xp, getattr(xp, dtype), _resolve_device(name, xp, device))
+
+
+def backend_of(*arrays: Any, dtype: str | None = None) -> Backend:
+    """The backend of the given arrays (NumPy for lists, scalars and scipy.sparse).
+
+    The working dtype is the arrays' floating dtype (float32 stays float32), else
+    ``dtype``, else float64. Arrays on different devices are an error.
+    """
+    arrays = [a for a in arrays if a is not None and array_api_compat.is_array_api_obj(a)]
+    arrays = [a for a in arrays if not hasattr(a, "toarray")]
+    if not arrays:
+        return get_backend("numpy", dtype=dtype or "float64")
+    try:
+        xp = array_api_compat.array_namespace(*arrays)
+    except TypeError as exc:
+        raise BackendError(f"inputs come from different array libraries: {exc}") from None
+    try:
+        device = array_api_compat.device(arrays[0])
+        for other in arrays[1:]:
+            if array_api_compat.device(other) != device:
+                raise BackendError(
+                    f"inputs are on different devices: {device} and {array_api_compat.device(other)}"
+                )
+    except BackendError:
+        raise
+    name = _backend_name(xp)
+    if dtype is None:
+        floating = [a.dtype for a in arrays if xp.isdtype(a.dtype, "real floating")]
+        dtype_obj = floating[0] if floating else xp.float64
+    else:
+        dtype_obj = getattr(xp, dtype)
+    return Backend(name, xp, dtype_obj, device)
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """Copy an array of any supported library to a host NumPy array (the one exit)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if array_api_compat.is_cupy_array(x):
+        return x.get()
+    if array_api_compat.is_torch_array(x):
+        return x.detach().cpu().numpy()
+    if array_api_compat.is_array_api_obj(x):
+        try:
+            return np.from_dlpack(x)
+        except (TypeError, BufferError, RuntimeError, AttributeError):
+            return np.asarray(x)
+    return np.asarray(x)

@@ -1,0 +1,56 @@
+"""The exceptions calopt raises on purpose.
+
+Every error a user can cause (bad input, an unknown name, a bad parameter) is a
+:class:`CaloptError`; the CLI turns these into one line on stderr and exit code 2.
+Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = [
+    "BackendError",
+    "CaloptError",
+    "DataError",
+    "ModelFileError",
+    "ParameterError",
+    "RegistryError",
+    "UnknownNameError",
+]
+
+
+class CaloptError(Exception):
+    """Base class of the errors a user can cause; the message is one line."""
+
+
+class UnknownNameError(CaloptError, LookupError):
+    """A measure, loss, algorithm or backend name that is not registered."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str]):
+        known = sorted(known)
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        super().__init__(f"unknown {kind} {name!r}{hint} (known: {', '.join(known)})")
+        self.kind, self.name, self.known, self.suggestions = kind, name, known, close
+
+
+class ParameterError(CaloptError, ValueError):
+    """A component parameter (``fbeta:beta=-1``) or a solver option is invalid."""
+
+
+class RegistryError(CaloptError):
+    """Two plugins register the same name, or a plugin registers something malformed."""
+
+
+class BackendError(CaloptError):
+    """An array backend is unavailable (not installed, no GPU) or inputs disagree."""
+
+
+class DataError(CaloptError, ValueError):
+    """A data file or array cannot be used: the message names the file and line."""
+
+
+class ModelFileError(CaloptError):
+    """A model file is truncated, corrupt, from a newer format, or not a calopt model."""
