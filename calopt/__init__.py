@@ -16,9 +16,11 @@ from calopt.errors import (
     RegistryError,
     UnknownNameError,
 )
+from calopt.fit import fit
 from calopt.hookspecs import hookimpl
 from calopt.losses import Loss
 from calopt.measures import ConcaveMeasure, Measure, PseudoLinearMeasure
+from calopt.model import LinearModel
 
 try:
     __version__ = version("calopt")
@@ -31,6 +33,7 @@ __all__ = [
     "CaloptError",
     "ConcaveMeasure",
     "DataError",
+    "LinearModel",
     "Loss",
     "Measure",
     "ModelFileError",
@@ -40,6 +43,7 @@ __all__ = [
     "UnknownNameError",
     "__version__",
     "backend_of",
+    "fit",
     "get_algorithm",
     "get_backend",
     "get_loss",

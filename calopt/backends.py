@@ -108,6 +108,11 @@ class Backend:
     dtype: Any
     device: Any = None
 
+    @property
+    def dtype_name(self) -> str:
+        """``"float32"`` or ``"float64"``."""
+        return "float32" if self.dtype == self.xp.float32 else "float64"
+
     def asarray(self, x: Any, *, dtype: Any = None) -> Any:
         """Move ``x`` (a NumPy array, scipy.sparse matrix, list or scalar) onto this backend.
 

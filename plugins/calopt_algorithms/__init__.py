@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from calopt.hookspecs import hookimpl
+from calopt_algorithms.altmax import Amp, Stamp
+from calopt_algorithms.plugin import PlugIn
+from calopt_algorithms.spade import Spade
+
+__all__ = ["Amp", "PlugIn", "Spade", "Stamp"]
 
 
 @hookimpl
 def register_algorithms(register):
     """Register the built-in algorithms."""
+    register(Spade)
+    register(Stamp)
+    register(Amp)
+    register(PlugIn)

@@ -1,0 +1,214 @@
+"""The fitted linear model and its file format (no pickle, versioned, checksummed).
+
+A model file is a NumPy ``.npz`` archive holding float64 arrays (``coef``, ``scale``)
+and a JSON document (``metadata``, stored as UTF-8 bytes) with the intercept, the
+classes, the measure / algorithm / loss specs, the fit options, the history and the
+library version. It is read with ``allow_pickle=False`` and its checksum verified, so
+loading never executes anything. Writes are atomic (a temporary file, then rename).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calopt.backends import backend_of
+from calopt.errors import DataError, ModelFileError
+from calopt.measures import confusion_counts
+
+__all__ = ["FORMAT_VERSION", "LinearModel", "atomic_write"]
+
+FORMAT = "calopt-linear-model"
+FORMAT_VERSION = 1
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *, mode: str = "wb") -> None:
+    """Call ``write(file)`` on a temporary file beside ``path``, then rename it into place."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, mode) as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _checksum(arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> str:
+    digest = hashlib.sha256()
+    for key in sorted(arrays):
+        digest.update(key.encode())
+        digest.update(np.ascontiguousarray(arrays[key], dtype=np.float64).tobytes())
+    digest.update(json.dumps(metadata, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def _label(value: Any) -> Any:
+    """A class label as a JSON value (NumPy scalars become Python ones)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+@dataclass
+class LinearModel:
+    """A linear classifier ``sign(X @ coef + intercept)`` trained for a measure.
+
+    ``coef`` is in the original feature space (the max-abs scaling used in training
+    is folded in; ``scale`` keeps it for reference) and ``intercept`` includes the
+    tuned decision threshold.
+    """
+
+    coef: np.ndarray
+    intercept: float
+    classes: tuple[Any, Any] = (-1.0, 1.0)
+    measure: str = "fbeta"
+    algorithm: str = ""
+    loss: str = ""
+    scale: np.ndarray | None = None
+    threshold: float = 0.0
+    options: dict[str, Any] = field(default_factory=dict)
+    history: list[dict[str, float]] = field(default_factory=list)
+    fit_seconds: float = 0.0
+    status: int = 0
+    message: str = ""
+    version: str = ""
+
+    @property
+    def n_features(self) -> int:
+        return int(self.coef.shape[0])
+
+    # -- prediction ---------------------------------------------------------------
+    def decision_function(self, X: Any) -> Any:
+        """Scores ``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse)."""
+        if X.shape[1] != self.n_features:
+            raise DataError(f"X has {X.shape[1]} features, the model has {self.n_features}")
+        if hasattr(X, "tocsr"):
+            return np.asarray(X @ self.coef + self.intercept)
+        backend = backend_of(X)
+        coef = backend.asarray(self.coef, dtype=X.dtype if backend.xp.isdtype(X.dtype, "real floating") else None)
+        X = X if backend.xp.isdtype(X.dtype, "real floating") else backend.asarray(X)
+        return X @ coef + self.intercept
+
+    def predict_signs(self, X: Any) -> Any:
+        """Predictions in {−1, +1} on X's backend."""
+        scores = self.decision_function(X)
+        xp = backend_of(scores).xp
+        return xp.where(scores > 0, xp.ones_like(scores), -xp.ones_like(scores))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted class labels (the original two values), as a host NumPy array."""
+        from calopt.backends import to_numpy
+
+        signs = to_numpy(self.predict_signs(X))
+        return np.asarray(self.classes)[(signs > 0).astype(np.intp)]
+
+    def score(self, X: Any, y: Any, measure: Any = None) -> float:
+        """The measure (default: the one trained for) of the predictions on (X, y)."""
+        return self.evaluate(X, y, [measure or self.measure])[0]["value"]
+
+    def evaluate(self, X: Any, y: Any, measures: Any = None) -> list[dict[str, Any]]:
+        """For each measure (default: the model's), its value, TPR and TNR on (X, y)."""
+        from calopt import get_measure
+        from calopt.backends import to_numpy
+        from calopt.data import encode_binary
+        from calopt.measures import safe_divide
+
+        y_host = to_numpy(y) if not isinstance(y, np.ndarray) else y
+        y_pm, _ = encode_binary(y_host, positive=str(self.classes[1]), source="labels")
+        signs = to_numpy(self.predict_signs(X))
+        xp = backend_of(signs).xp
+        tp, fp, tn, fn = confusion_counts(np.asarray(y_pm), signs, xp=xp)
+        tpr, tnr = float(safe_divide(tp, tp + fn, xp=xp)), float(safe_divide(tn, tn + fp, xp=xp))
+        return [
+            {"measure": m.spec, "value": float(m.from_counts(tp, fp, tn, fn, xp=xp)),
+             "tpr": tpr, "tnr": tnr}
+            for m in (get_measure(spec) for spec in (measures or [self.measure]))
+        ]
+
+    # -- files --------------------------------------------------------------------
+    def _metadata(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "calopt_version": self.version,
+            "intercept": float(self.intercept),
+            "threshold": float(self.threshold),
+            "classes": [_label(c) for c in self.classes],
+            "measure": self.measure,
+            "algorithm": self.algorithm,
+            "loss": self.loss,
+            "options": self.options,
+            "history": self.history,
+            "fit_seconds": self.fit_seconds,
+            "status": self.status,
+            "message": self.message,
+        }
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model to ``path`` atomically (an ``.npz`` archive, no pickle)."""
+        arrays = {"coef": np.asarray(self.coef, dtype=np.float64)}
+        if self.scale is not None:
+            arrays["scale"] = np.asarray(self.scale, dtype=np.float64)
+        metadata = self._metadata()
+        metadata["sha256"] = _checksum(arrays, metadata)
+        blob = np.frombuffer(json.dumps(metadata).encode(), dtype=np.uint8)
+        atomic_write(path, lambda handle: np.savez(handle, metadata=blob, **arrays))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> LinearModel:
+        """Read a model written by :meth:`save`; any problem is a one-line ModelFileError."""
+        path = Path(path)
+        if not path.is_file():
+            raise ModelFileError(f"{path}: no such model file")
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                arrays = {key: archive[key] for key in archive.files}
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
+            raise ModelFileError(f"{path}: not a calopt model file ({type(exc).__name__}: {exc})") from None
+        if "metadata" not in arrays or "coef" not in arrays:
+            raise ModelFileError(f"{path}: not a calopt model file (no metadata/coef arrays)")
+        try:
+            metadata = json.loads(arrays.pop("metadata").tobytes().decode())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ModelFileError(f"{path}: corrupt model metadata ({exc})") from None
+        if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+            raise ModelFileError(f"{path}: not a calopt model file")
+        version = metadata.get("format_version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise ModelFileError(
+                f"{path}: model format version {version} is newer than this calopt "
+                f"understands ({FORMAT_VERSION}); upgrade calopt"
+            )
+        expected = metadata.pop("sha256", None)
+        if expected != _checksum(arrays, metadata):
+            raise ModelFileError(f"{path}: checksum mismatch: the model file is corrupt")
+        try:
+            return cls(
+                coef=arrays["coef"],
+                intercept=float(metadata["intercept"]),
+                classes=tuple(metadata["classes"]),
+                measure=metadata["measure"],
+                algorithm=metadata["algorithm"],
+                loss=metadata["loss"],
+                scale=arrays.get("scale"),
+                threshold=float(metadata["threshold"]),
+                options=metadata["options"],
+                history=metadata["history"],
+                fit_seconds=float(metadata["fit_seconds"]),
+                status=int(metadata["status"]),
+                message=metadata["message"],
+                version=metadata["calopt_version"],
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"{path}: incomplete model metadata ({exc})") from None
