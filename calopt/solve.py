@@ -74,8 +74,10 @@ class ArrayReader:
             else:
                 index = self.xp.asarray(order, device=self.device)
                 X, y = self.xp.take(X, index, axis=0), self.xp.take(y, index, axis=0)
-        for start in range(0, self.n_samples, batch_size):
-            yield X[start : start + batch_size], y[start : start + batch_size]
+        n = self.n_samples
+        for start in range(0, n, batch_size):
+            stop = min(start + batch_size, n)  # the standard leaves out-of-bounds stops undefined
+            yield X[start:stop, :], y[start:stop]
 
     def full(self) -> tuple[Array, Array]:
         return self.X, self.y
@@ -145,7 +147,7 @@ def run(
             status, message = NONFINITE, f"diverged in epoch {epoch + 1}: non-finite weights; kept epoch {epoch}"
             break
         info = EpochRecord(epoch, seconds, state, (w, b))
-        row = {"epoch": float(epoch), "seconds": seconds}
+        row: dict[str, float] = {"epoch": epoch, "seconds": seconds}
         if record is not None:
             row.update(record(info))
         row.update({k: float(v) for k, v in algorithm.describe_state(state).items()})

@@ -1,0 +1,194 @@
+"""calopt.fit, thresholds and model files, against independent references."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse
+from sklearn.metrics import f1_score, jaccard_score
+
+import calopt
+from calopt import datasets
+from calopt.fit import best_threshold
+from calopt.model import LinearModel
+
+
+@pytest.fixture(scope="module")
+def a9a_small():
+    train = datasets.load("a9a", "train")
+    rows = np.random.default_rng(0).permutation(train.n_samples)[:4000]
+    return train.X[rows], train.labels[rows]
+
+
+def _separable(n=300, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] > 0.8, 1.0, -1.0)  # imbalanced, linearly separable
+    return X, y
+
+
+@pytest.mark.parametrize("measure", ["f1", "jaccard", "gower-legendre"])
+def test_best_threshold_matches_brute_force(measure):
+    rng = np.random.default_rng(1)
+    scores = np.round(rng.normal(size=300), 1)  # many ties
+    y = np.where(rng.random(300) < 0.3, 1.0, -1.0)
+    threshold, value = best_threshold(scores, y, calopt.get_measure(measure))
+    reference = {"f1": f1_score, "jaccard": jaccard_score}.get(measure)
+
+    def measure_at(t):
+        predicted = np.where(scores > t, 1.0, -1.0)
+        if reference is not None:
+            return reference(y, predicted, zero_division=0)
+        tp = np.sum((predicted > 0) & (y > 0)); tn = np.sum((predicted < 0) & (y < 0))
+        return (tp + tn) / (tp + tn + 0.5 * (len(y) - tp - tn))
+
+    candidates = np.concatenate([[scores.max() + 1], np.unique(scores) - 1e-9, [scores.min() - 1]])
+    brute = max(measure_at(t) for t in candidates)
+    assert value == pytest.approx(brute, abs=1e-12)
+    assert measure_at(threshold) == pytest.approx(brute, abs=1e-12)
+
+
+@pytest.mark.parametrize("measure", ["min", "qmean", "hmean", "gmean", "f1", "jaccard"])
+def test_separable_data_reaches_the_optimum(measure):
+    """Separable data: the model recovers the separating hyperplane x0 + x1/2 = 0.8."""
+    X, y = _separable()
+    model = calopt.fit(X, y, measure=measure, epochs=20, seed=0)
+    truth = np.array([1.0, 0.5, 0.0, 0.0, 0.0])
+    cosine = model.coef @ truth / (np.linalg.norm(model.coef) * np.linalg.norm(truth))
+    assert cosine > 0.98
+    assert -model.intercept / (model.coef @ truth / (truth @ truth)) == pytest.approx(0.8, abs=0.1)
+    assert model.score(X, y) >= 0.95
+
+
+def test_model_predicts_original_labels_and_uses_folded_scaling(a9a_small):
+    X, y = a9a_small
+    labels = np.where(y > 0, "rich", "poor")
+    model = calopt.fit(X, labels, measure="f1", epochs=3, positive="rich")
+    assert model.classes == ("poor", "rich")
+    predicted = model.predict(X)
+    assert set(np.unique(predicted)) <= {"poor", "rich"}
+    scores = np.asarray(X @ model.coef + model.intercept)
+    np.testing.assert_allclose(model.decision_function(X), scores)
+    np.testing.assert_array_equal(predicted == "rich", scores > 0)
+    expected = f1_score(labels, predicted, pos_label="rich")
+    assert model.score(X, labels) == pytest.approx(expected)
+    assert len(model.history) == 3 and all("train" in row for row in model.history)
+
+
+def test_sparse_and_dense_inputs_give_the_same_model(a9a_small):
+    X, y = a9a_small
+    sparse_model = calopt.fit(X, y, measure="qmean", epochs=2)
+    dense_model = calopt.fit(X.toarray(), y, measure="qmean", epochs=2)
+    np.testing.assert_allclose(sparse_model.coef, dense_model.coef, rtol=1e-9, atol=1e-12)
+    assert sparse_model.intercept == pytest.approx(dense_model.intercept, rel=1e-9, abs=1e-12)
+
+
+def test_array_api_strict_backend_gives_the_numpy_model():
+    X, y = _separable(n=400, seed=3)
+    X[:, 2] += 0.3 * y
+    ours = calopt.fit(X, y, measure="f1", epochs=3, algorithm="stamp:step=10")
+    strict = calopt.fit(X, y, measure="f1", epochs=3, algorithm="stamp:step=10",
+                        backend="array-api-strict")
+    np.testing.assert_allclose(strict.coef, ours.coef, rtol=1e-9, atol=1e-12)
+    assert strict.options["backend"] == "array-api-strict"
+
+
+def test_plugin_holds_out_data_for_the_threshold(a9a_small):
+    X, y = a9a_small
+    model = calopt.fit(X, y, measure="f1", algorithm="plugin", epochs=3)
+    assert model.loss == "logistic"
+    assert model.score(X, y) > 0.5
+
+
+def test_bad_parameters_are_clear_errors():
+    X, y = _separable()
+    with pytest.raises(calopt.ParameterError, match="epochs"):
+        calopt.fit(X, y, epochs=0)
+    with pytest.raises(calopt.ParameterError, match="batch size"):
+        calopt.fit(X, y, batch_size=-4)
+    with pytest.raises(calopt.UnknownNameError, match="did you mean 'spade'"):
+        calopt.fit(X, y, measure="qmean", algorithm="spad")
+    with pytest.raises(calopt.DataError, match="one class"):
+        calopt.fit(X, np.ones(len(y)))
+
+
+# -- model files -------------------------------------------------------------------
+def test_model_file_round_trip(tmp_path, a9a_small):
+    X, y = a9a_small
+    model = calopt.fit(X, y, measure="gmean", epochs=2)
+    path = tmp_path / "model.npz"
+    model.save(path)
+    loaded = LinearModel.load(path)
+    np.testing.assert_array_equal(loaded.coef, model.coef)
+    assert loaded.intercept == model.intercept and loaded.measure == "gmean"
+    assert loaded.history == model.history and loaded.classes == model.classes
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    with np.load(path, allow_pickle=False) as archive:  # plain arrays only
+        assert set(archive.files) == {"metadata", "coef", "scale"}
+    assert [p.name for p in tmp_path.iterdir()] == ["model.npz"]  # no temporary left
+
+
+def test_model_trained_on_numpy_predicts_on_array_api_strict(tmp_path):
+    import array_api_strict as xps
+
+    X, y = _separable()
+    model = calopt.fit(X, y, measure="hmean", epochs=2)
+    model.save(tmp_path / "m.npz")
+    loaded = LinearModel.load(tmp_path / "m.npz")
+    scores = loaded.decision_function(xps.asarray(X))
+    np.testing.assert_allclose(np.asarray(scores), model.decision_function(X), rtol=1e-12)
+
+
+def test_corrupt_newer_and_foreign_model_files_are_rejected(tmp_path):
+    X, y = _separable()
+    model = calopt.fit(X, y, measure="f1", epochs=1)
+    good = tmp_path / "good.npz"
+    model.save(good)
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(good.read_bytes()[:200])
+    with pytest.raises(calopt.ModelFileError, match="truncated.npz"):
+        LinearModel.load(truncated)
+
+    import json
+
+    with np.load(good) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    metadata = json.loads(arrays["metadata"].tobytes())
+    tampered = tmp_path / "tampered.npz"
+    np.savez(tampered, **{**arrays, "coef": arrays["coef"] + 1})
+    with pytest.raises(calopt.ModelFileError, match="checksum"):
+        LinearModel.load(tampered)
+    newer = tmp_path / "newer.npz"
+    metadata["format_version"] = 99
+    np.savez(newer, **{**arrays, "metadata": np.frombuffer(json.dumps(metadata).encode(), np.uint8)})
+    with pytest.raises(calopt.ModelFileError, match="newer"):
+        LinearModel.load(newer)
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, a=np.zeros(3))
+    with pytest.raises(calopt.ModelFileError, match="not a calopt model"):
+        LinearModel.load(foreign)
+
+
+class _Payload:
+    def __reduce__(self):
+        return (open, ("/tmp/calopt-pickle-executed", "w"))
+
+
+def test_a_pickle_renamed_as_a_model_is_rejected_without_running(tmp_path):
+    import pathlib
+
+    marker = pathlib.Path("/tmp/calopt-pickle-executed")
+    marker.unlink(missing_ok=True)
+    crafted = tmp_path / "evil.npz"
+    crafted.write_bytes(pickle.dumps(_Payload()))
+    with pytest.raises(calopt.ModelFileError):
+        LinearModel.load(crafted)
+    assert not marker.exists()
+    # an .npz holding a pickled object array is refused as well
+    sneaky = tmp_path / "sneaky.npz"
+    np.savez(sneaky, metadata=np.array([_Payload()], dtype=object), coef=np.zeros(2))
+    with pytest.raises(calopt.ModelFileError):
+        LinearModel.load(sneaky)
+    assert not marker.exists()
