@@ -31,6 +31,7 @@ __all__ = [
     "Dataset",
     "align_features",
     "encode_binary",
+    "encode_like",
     "encode_multiclass",
     "read_data",
     "read_label_file",
@@ -614,6 +615,25 @@ def encode_binary(
     negative_label = classes[0] if positive_label == classes[1] else classes[1]
     y = np.where(labels == positive_label, 1.0, -1.0)
     return y, (negative_label, positive_label)
+
+
+def encode_like(values: Any, classes: tuple[Any, Any], *, source: str = "labels") -> np.ndarray:
+    """Encode predicted labels in {-1, +1} given the (negative, positive) true labels.
+
+    Predictions may use both labels or only one of them, but no third value; the same
+    holds for data scored by a trained model against the model's classes.
+    """
+    values = _labels_array(values, source)
+    negative, positive = classes
+    is_positive, is_negative = values == positive, values == negative
+    unknown = np.flatnonzero(~(is_positive | is_negative))
+    if unknown.size:
+        line = int(unknown[0]) + 1
+        raise DataError(
+            f"{source}: line {line}: prediction {_show(values[line - 1])} is not one of "
+            f"the true labels ({_show(negative)} and {_show(positive)})"
+        )
+    return np.where(is_positive, 1.0, -1.0)
 
 
 def _match_label(wanted: Any, classes: list[Any], source: str) -> Any:

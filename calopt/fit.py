@@ -166,7 +166,7 @@ def fit(
     whose ``history`` has one row per epoch and ``fit_seconds`` the solver time.
     """
     from calopt import __version__, get_algorithm, get_loss, get_measure
-    from calopt.data import encode_binary
+    from calopt.data import encode_binary, encode_like
 
     measure = get_measure(measure)
     algorithm = get_algorithm(algorithm or default_algorithm(measure))
@@ -203,8 +203,7 @@ def fit(
     eval_data = None
     if eval_set is not None:
         X_eval, y_eval = eval_set
-        y_eval_pm, _ = encode_binary(np.asarray(to_numpy(y_eval)), positive=str(classes[1]),
-                                     source="evaluation labels")
+        y_eval_pm = encode_like(to_numpy(y_eval), classes, source="evaluation labels")
         eval_data = (_Data(X_eval, y_eval_pm, resolved, scale=False), data.scale)
     record_seconds = 0.0
 

@@ -132,3 +132,18 @@ class PseudoLinearMeasure(Measure):
     def from_rates(self, tpr: Array, tnr: Array, p: float, *, xp: Any) -> Array:
         (a0, a1, a2), (b0, b1, b2) = self.coefficients(p)
         return safe_divide(a0 + a1 * tpr + a2 * tnr, b0 + b1 * tpr + b2 * tnr, xp=xp)
+
+    def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        """From the rates at the counts' positive rate (0 when a class is absent).
+
+        Subclasses should override this with the popular count form, which also
+        defines the degenerate cases; this default serves measures that only give
+        their coefficients. It reads the positive rate on the host once.
+        """
+        positives, total = xp.max(tp + fn), xp.max(tp + fn + tn + fp)
+        p = float(positives / total) if float(total) > 0 else 0.0
+        if not 0.0 < p < 1.0:
+            return xp.zeros_like(tp + fp)
+        tpr = safe_divide(tp, tp + fn, xp=xp)
+        tnr = safe_divide(tn, tn + fp, xp=xp)
+        return self.from_rates(tpr, tnr, p, xp=xp)

@@ -121,11 +121,10 @@ class LinearModel:
         """For each measure (default: the model's), its value, TPR and TNR on (X, y)."""
         from calopt import get_measure
         from calopt.backends import to_numpy
-        from calopt.data import encode_binary
+        from calopt.data import encode_like
         from calopt.measures import safe_divide
 
-        y_host = to_numpy(y) if not isinstance(y, np.ndarray) else y
-        y_pm, _ = encode_binary(y_host, positive=str(self.classes[1]), source="labels")
+        y_pm = encode_like(to_numpy(y), self.classes, source="labels")
         signs = to_numpy(self.predict_signs(X))
         xp = backend_of(signs).xp
         tp, fp, tn, fn = confusion_counts(np.asarray(y_pm), signs, xp=xp)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "calopt"
+# CALOPT_TRACE_PLUGINS=1 prints each registration (plugin, kind, name, class) to stderr.
 _HOOKS = {
     "measure": "register_measures",
     "loss": "register_losses",
@@ -85,9 +87,6 @@ def load_plugins() -> None:
             )
             continue
         _distributions[plugin_name] = dist
-    if os.environ.get("CALOPT_TRACE_PLUGINS"):
-        plugin_manager.trace.root.setwriter(print)
-        plugin_manager.enable_tracing()
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,8 @@ def entries(kind: str) -> dict[str, Entry]:
     load_plugins()
     hook = getattr(plugin_manager.hook, _HOOKS[kind])
     table: dict[str, Entry] = {}
-    for impl in reversed(hook.get_hookimpls()):  # registration order
+    tracing = bool(os.environ.get("CALOPT_TRACE_PLUGINS"))
+    for impl in hook.get_hookimpls():  # registration order: built-ins before later plugins
         provider = _plugin_label(impl)
 
         def register(
@@ -151,6 +151,9 @@ def entries(kind: str) -> dict[str, Entry]:
                     )
             for name in names:
                 table[name] = entry
+            if tracing:
+                print(f"calopt: trace: {_provider} registered {kind} {names[0]!r} "
+                      f"({component.__module__}.{component.__qualname__})", file=sys.stderr)
 
         try:
             impl.function(**{arg: register for arg in impl.argnames})

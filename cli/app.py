@@ -1,0 +1,120 @@
+"""The ``calopt`` root command: version, error handling, plugin warnings, subcommands.
+
+Every subcommand runs inside :class:`CaloptGroup`, so a :class:`calopt.CaloptError`
+raised anywhere in a command (an unknown measure, a bad data file) becomes one line on
+stderr and exit code 2, under the console script and under ``typer.testing.CliRunner``
+alike. Other exceptions are bugs and keep their traceback; ``CALOPT_DEBUG=1`` shows
+the traceback of known errors too.
+"""
+
+import os
+import sys
+import warnings
+from typing import Annotated, Any, Optional
+
+import typer
+from typer.core import TyperGroup
+
+import calopt
+from calopt import registry
+from calopt.errors import CaloptError
+from calopt_cli import listing, scoring, training
+
+__all__ = ["CaloptGroup", "app", "main", "print_error"]
+
+
+def _debug() -> bool:
+    return os.environ.get("CALOPT_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def print_error(exc: BaseException) -> None:
+    """Print a known error as the single line ``calopt: error: <message>`` on stderr."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    typer.echo(f"calopt: error: {message}", err=True)
+
+
+def _print_load_failures(start: int) -> int:
+    """Print the plugin load failures from index ``start`` on; return how many there are."""
+    for failure in registry.load_failures[start:]:
+        typer.echo(f"calopt: warning: {failure}", err=True)
+    return len(registry.load_failures)
+
+
+class CaloptGroup(TyperGroup):
+    """The root group: runs each subcommand with calopt's error and warning handling.
+
+    Plugins are loaded before the subcommand; each plugin that failed to import or
+    to register is reported as one ``calopt: warning:`` line, and the command goes on.
+    """
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            with warnings.catch_warnings():
+                # Reported below as one line each, not as Python warnings.
+                warnings.simplefilter("ignore", registry.PluginLoadWarning)
+                registry.load_plugins()
+                shown = _print_load_failures(0)
+                try:
+                    return super().invoke(ctx)
+                finally:
+                    _print_load_failures(shown)
+        except CaloptError as exc:
+            if _debug():
+                raise
+            print_error(exc)
+            raise typer.Exit(2) from None
+
+
+app = typer.Typer(
+    name="calopt",
+    cls=CaloptGroup,
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"calopt {calopt.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def calopt_root(
+    version: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--version",
+            help="Show calopt's version and exit.",
+            callback=_show_version,
+            is_eager=True,
+        ),
+    ] = None,
+) -> None:
+    """[bold]calopt[/bold]: train linear classifiers for the measure you care about, on CPU or GPU.
+
+    Measures (F-beta, G-mean, Q-mean, ...), losses and algorithms are plugins: see list-measures.
+    """
+
+
+# Subcommands, in the order --help lists them; a new command module adds its lines here.
+app.command("train")(training.train)
+app.command("evaluate")(training.evaluate)
+app.command("predict")(training.predict)
+app.command("score")(scoring.score)
+app.command("list-measures")(listing.list_measures)
+app.command("list-losses")(listing.list_losses)
+app.command("list-algorithms")(listing.list_algorithms)
+
+
+def main() -> None:
+    """Console entry point of ``calopt`` (and ``python -m calopt_cli``)."""
+    try:
+        app(prog_name="calopt")
+    except CaloptError as exc:  # raised outside a subcommand (none are expected)
+        if _debug():
+            raise
+        print_error(exc)
+        sys.exit(2)

@@ -1,0 +1,78 @@
+"""``calopt list-measures``, ``list-losses`` and ``list-algorithms``: what the plugins provide."""
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from calopt import registry
+from calopt_cli.options import JsonOpt, echo_json
+
+__all__ = ["list_algorithms", "list_losses", "list_measures"]
+
+_LOSS_FLAGS = ("smooth", "calibrated", "reward")
+_PLURAL = {"measure": "measures", "loss": "losses", "algorithm": "algorithms"}
+
+
+def _params_text(params: dict[str, Any]) -> str:
+    return "\n".join(f"{key}={value}" for key, value in params.items()) or "-"
+
+
+def _show(kind: str, as_json: bool, flags: tuple[str, ...] = ()) -> None:
+    """Print the registered components of ``kind`` as a table, or as JSON.
+
+    ``flags`` are boolean properties shown together in one column (the losses' smooth,
+    calibrated, reward).
+    """
+    described = [entry.describe() for entry in registry.list_entries(kind)]
+    if as_json:
+        echo_json(described)
+        return
+    # Columns that would be empty for every row (losses have no parameters) are left out.
+    columns: list[tuple[str, dict[str, Any], Callable[[dict[str, Any]], str]]] = [
+        ("name", {"style": "bold cyan", "no_wrap": True}, lambda info: info["name"]),
+        ("family", {"no_wrap": True}, lambda info: info["family"] or "-"),
+        ("parameters", {"overflow": "fold"}, lambda info: _params_text(info["params"])),
+        ("properties", {"no_wrap": True}, lambda info: "\n".join(filter(info.get, flags)) or "-"),
+        ("aliases", {}, lambda info: "\n".join(info["aliases"]) or "-"),
+        ("plugin", {"no_wrap": True}, lambda info: info["plugin"]),
+        ("summary", {"ratio": 1}, lambda info: info["summary"]),
+    ]
+    keep = {
+        "parameters": not described or any(info["params"] for info in described),
+        "properties": bool(flags),
+        "aliases": not described or any(info["aliases"] for info in described),
+    }
+    columns = [column for column in columns if keep.get(column[0], True)]
+    table = Table(title=f"calopt {_PLURAL[kind]}", title_justify="left")
+    for header, style, _ in columns:
+        table.add_column(header, **style)
+    for info in described:
+        table.add_row(*(cell(info) for _, _, cell in columns))
+    if not described:
+        table.caption = f"No {_PLURAL[kind]} are registered (yet)."
+    Console().print(table)
+
+
+def list_measures(as_json: JsonOpt = False) -> None:
+    """List the performance measures and the plugins that provide them.
+
+    A measure's family (concave or pseudo-linear) decides which algorithms can train for it.
+
+    Use one as [bold]--measure name[/bold] or [bold]--measure name:key=value[/bold] (fbeta:beta=2).
+    """
+    _show("measure", as_json)
+
+
+def list_losses(as_json: JsonOpt = False) -> None:
+    """List the margin losses and the plugins that provide them.
+
+    Properties: smooth (differentiable), calibrated, reward (1 - F is usable as a reward).
+    """
+    _show("loss", as_json, _LOSS_FLAGS)
+
+
+def list_algorithms(as_json: JsonOpt = False) -> None:
+    """List the training algorithms and the measure family each one solves."""
+    _show("algorithm", as_json)

@@ -1,0 +1,156 @@
+"""Options shared by several commands, each defined once as an ``Annotated`` alias.
+
+A command declares ``measure: MeasureOpt = "f1"`` or ``as_json: JsonOpt = False`` and
+gets the same flag names, help text and shell completion as every other command.
+Names are validated where that costs nothing (``--backend``, ``--dtype``); whether a
+backend's library or GPU is actually there is checked when the command resolves it.
+"""
+
+import json
+from typing import Annotated, Any, Optional
+
+import typer
+
+from calopt.backends import BACKENDS
+from calopt.errors import UnknownNameError
+
+__all__ = [
+    "AlgorithmOpt",
+    "BackendOpt",
+    "DeviceOpt",
+    "DtypeOpt",
+    "JsonOpt",
+    "LossOpt",
+    "MeasureOpt",
+    "PositiveOpt",
+    "SeedOpt",
+    "echo_json",
+]
+
+DTYPES = ("float64", "float32")
+
+
+def _completer(kind: str):
+    """Shell completion of registered ``kind`` names (measure, loss, algorithm)."""
+
+    def complete(incomplete: str) -> list[tuple[str, str]]:
+        from calopt import registry
+
+        return [
+            (entry.name, entry.component.summary())
+            for entry in registry.list_entries(kind)
+            if entry.name.startswith(incomplete)
+        ]
+
+    return complete
+
+
+def _choice(kind: str, known: tuple[str, ...]):
+    """A parameter callback accepting only ``known`` values (one-line error otherwise)."""
+
+    def check(value: Optional[str]) -> Optional[str]:
+        if value is not None and value not in known:
+            raise UnknownNameError(kind, value, known)
+        return value
+
+    return check
+
+
+def _complete_from(known: tuple[str, ...]):
+    def complete(incomplete: str) -> list[str]:
+        return [name for name in known if name.startswith(incomplete)]
+
+    return complete
+
+
+JsonOpt = Annotated[
+    bool,
+    typer.Option("--json", help="Print machine-readable JSON on stdout instead of a table."),
+]
+
+MeasureOpt = Annotated[
+    str,
+    typer.Option(
+        "--measure",
+        "-m",
+        help="Performance measure as a spec: [bold]name[/bold] or "
+        "[bold]name:key=value,...[/bold] (gmean, fbeta:beta=2). "
+        "See [bold]calopt list-measures[/bold].",
+        autocompletion=_completer("measure"),
+    ),
+]
+
+LossOpt = Annotated[
+    str,
+    typer.Option(
+        "--loss",
+        "-l",
+        help="Margin loss as a spec (logistic, hinge, ...). See [bold]calopt list-losses[/bold].",
+        autocompletion=_completer("loss"),
+    ),
+]
+
+AlgorithmOpt = Annotated[
+    str,
+    typer.Option(
+        "--algorithm",
+        "-a",
+        help="Training algorithm as a spec (spade, stamp:epochs=20, ...). "
+        "See [bold]calopt list-algorithms[/bold].",
+        autocompletion=_completer("algorithm"),
+    ),
+]
+
+BackendOpt = Annotated[
+    str,
+    typer.Option(
+        "--backend",
+        "-b",
+        help=f"Array backend: {', '.join(BACKENDS)} (cupy runs on an NVIDIA GPU).",
+        callback=_choice("backend", BACKENDS),
+        autocompletion=_complete_from(BACKENDS),
+    ),
+]
+
+DtypeOpt = Annotated[
+    str,
+    typer.Option(
+        "--dtype",
+        help="Working floating-point dtype: float64 or float32.",
+        callback=_choice("dtype", DTYPES),
+        autocompletion=_complete_from(DTYPES),
+    ),
+]
+
+DeviceOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--device",
+        help="Device for the backend: cpu, a GPU index (0) or cuda:N. Default: the backend's default.",
+        show_default=False,
+    ),
+]
+
+SeedOpt = Annotated[
+    Optional[int],
+    typer.Option(
+        "--seed",
+        help="Random seed (shuffling, initialisation); the same seed gives the same run.",
+        show_default=False,
+    ),
+]
+
+PositiveOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--positive",
+        help="Label of the positive class, as written in the label file "
+        "(default: the greater of the two labels).",
+        show_default=False,
+    ),
+]
+
+
+def echo_json(data: Any) -> None:
+    """Print ``data`` as JSON on stdout (the ``--json`` output of every command)."""
+    typer.echo(json.dumps(data, indent=2, default=str))
