@@ -162,7 +162,7 @@ def train(
 
 def evaluate(
     model_path: Annotated[Path, typer.Argument(metavar="MODEL", help="A model file written by calopt train.")],
-    data: Annotated[str, typer.Argument(help="Data file or embedded dataset name to evaluate on.")],
+    data: Annotated[str, typer.Argument(help="Data file, or an embedded dataset name (its test split).")],
     measure: Annotated[
         Optional[list[str]],
         typer.Option("--measure", "-m", help="Measure spec; repeat for several (default: the model's)."),
@@ -188,7 +188,7 @@ def evaluate(
 
 def predict(
     model_path: Annotated[Path, typer.Argument(metavar="MODEL", help="A model file written by calopt train.")],
-    data: Annotated[str, typer.Argument(help="Data file or embedded dataset name (labels are ignored).")],
+    data: Annotated[str, typer.Argument(help="Data file (labels are ignored), or an embedded dataset name (its test split).")],
     out: Annotated[
         Optional[Path], typer.Option("--out", help="Write here (atomically) instead of stdout.")
     ] = None,

@@ -226,7 +226,7 @@ def test_stamp_batch_one_is_the_pointwise_algorithm(level_kind):
     X, y = _dataset(n=80, seed=1, positive_rate=0.4)
     algorithm = calopt.get_algorithm(
         "stamp", step=1.5, stage_length=5, growth=2.0, level_fraction=0.5, level=level_kind,
-        average=False)
+        average=False, restart=True)
     state = _run(algorithm, X, y, "f1", epochs=3, seed=7)
     w, b, v = stamp_reference(X, y, _order(len(y), 3, 7), step=1.5, stage_length=5, growth=2.0,
                               level_fraction=0.5, level_kind=level_kind)
