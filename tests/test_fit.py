@@ -85,11 +85,17 @@ def test_sparse_and_dense_inputs_give_the_same_model(a9a_small):
     assert sparse_model.intercept == pytest.approx(dense_model.intercept, rel=1e-9, abs=1e-12)
 
 
-def test_array_api_strict_backend_gives_the_numpy_model():
+@pytest.mark.parametrize("measure, algorithm", [
+    ("f1", "stamp:step=10"), ("jaccard", "amp:step=10"), ("gmean", "spade:step=10"),
+    ("hmean", "spade:step=10"), ("qmean", "spade:step=10"), ("min", "spade:step=10"),
+    ("gower-legendre", "plugin:step=1"),
+])
+def test_array_api_strict_backend_gives_the_numpy_model(measure, algorithm):
+    """Every solver runs under array-api-strict (no non-standard call) with the same result."""
     X, y = _separable(n=400, seed=3)
     X[:, 2] += 0.3 * y
-    ours = calopt.fit(X, y, measure="f1", epochs=3, algorithm="stamp:step=10")
-    strict = calopt.fit(X, y, measure="f1", epochs=3, algorithm="stamp:step=10",
+    ours = calopt.fit(X, y, measure=measure, epochs=3, algorithm=algorithm)
+    strict = calopt.fit(X, y, measure=measure, epochs=3, algorithm=algorithm,
                         backend="array-api-strict")
     np.testing.assert_allclose(strict.coef, ours.coef, rtol=1e-9, atol=1e-12)
     assert strict.options["backend"] == "array-api-strict"
