@@ -77,3 +77,17 @@ def backend(request) -> TestBackend:
 @pytest.fixture(params=["float64", "float32"])
 def float_dtype(request) -> str:
     return request.param
+
+
+# Hypothesis explores new examples on every run; under CI the examples are fixed so a
+# run is reproducible (a failure found locally is then added as an explicit example).
+try:
+    import os
+
+    from hypothesis import settings
+
+    settings.register_profile("ci", derandomize=True, deadline=None)
+    if os.environ.get("CI"):
+        settings.load_profile("ci")
+except ImportError:  # hypothesis is a test extra
+    pass

@@ -33,6 +33,7 @@ CONFIGURED = [*ALL, "f1", "fbeta:beta=0.5", "fbeta:beta=2.5", "gower-legendre:si
 
 # --- labelings and reference scores -------------------------------------------------
 
+
 def _as_labels(pairs):
     return np.array([t for t, _ in pairs]), np.array([p for _, p in pairs])
 
@@ -109,6 +110,7 @@ def from_counts(measure, counts, dtype="float64"):
 
 # --- values from counts and rates ---------------------------------------------------
 
+
 @pytest.mark.parametrize("spec", CONFIGURED)
 @settings(max_examples=60, deadline=None)
 @given(labeling=labelings)
@@ -180,6 +182,7 @@ def test_fbeta_coefficients_reduce_to_the_papers_f1_weights():
 
 
 # --- the concave measures: duality, conjugate gradients -----------------------------
+
 
 def _segment(lo, hi):
     return lambda t: (lo[0] + t * (hi[0] - lo[0]), lo[1] + t * (hi[1] - lo[1])), (
@@ -301,8 +304,10 @@ def test_conjugate_grad_matches_finite_differences(name):
     a, b = _interior_points(name, rng)
     assert a.size > 50
     grad_a, grad_b = measure.conjugate_grad(NP.asarray(a), NP.asarray(b), xp=NP)
-    np.testing.assert_allclose(grad_a, (conjugate(a + h, b) - conjugate(a - h, b)) / (2 * h), atol=1e-8)
-    np.testing.assert_allclose(grad_b, (conjugate(a, b + h) - conjugate(a, b - h)) / (2 * h), atol=1e-8)
+    d_alpha = (conjugate(a + h, b) - conjugate(a - h, b)) / (2 * h)
+    d_beta = (conjugate(a, b + h) - conjugate(a, b - h)) / (2 * h)
+    np.testing.assert_allclose(grad_a, d_alpha, atol=1e-8)
+    np.testing.assert_allclose(grad_b, d_beta, atol=1e-8)
 
 
 def test_conjugate_values_follow_table_1():
@@ -316,6 +321,7 @@ def test_conjugate_values_follow_table_1():
 
 
 # --- projections onto the dual regions ----------------------------------------------
+
 
 def _nearest_on_curve(curve, derivative, interval, z, grid=4001, chunk=256):
     """The nearest point of a curve to each row of ``z``: a dense search, then bisection
@@ -335,21 +341,28 @@ def _nearest_on_curve(curve, derivative, interval, z, grid=4001, chunk=256):
         dx, dy = derivative(mid)
         increasing = (px - z[:, 0]) * dx + (py - z[:, 1]) * dy > 0
         lo, hi = np.where(increasing, lo, mid), np.where(increasing, mid, hi)
-    candidates = [curve(t) for t in (lo, hi, ts[best])]
-    excesses = [x * (x - 2 * z[:, 0]) + y * (y - 2 * z[:, 1]) for x, y in candidates]
-    pick = np.argmin(excesses, axis=0)
-    points = np.stack([np.stack(c, axis=1) for c in candidates])[pick, np.arange(len(z))]
-    return points, np.min(excesses, axis=0)
+    t = (lo + hi) / 2
+    point = np.stack(curve(t), axis=1)
+    excess = point[:, 0] * (point[:, 0] - 2 * z[:, 0]) + point[:, 1] * (point[:, 1] - 2 * z[:, 1])
+    span = interval[1] - interval[0]
+    interior = (t > interval[0] + 1e-12 * span) & (t < interval[1] - 1e-12 * span)
+    return point, excess, interior
 
 
 def brute_force_projection(name, z):
-    """The point itself when inside, else the nearest point of the region's boundary
-    (compared by |c − z|² − |z|², which stays precise for far-away z)."""
-    best, best_distance = np.array(z, dtype=float), np.full(len(z), np.inf)
+    """The point itself when inside, else the nearest point of the region's boundary,
+    compared by |c − z|² − |z|² (precise for far-away z). Where two pieces are equally
+    near to rounding, the stationary point inside a piece beats another's end point."""
+    best, best_excess = np.array(z, dtype=float), np.full(len(z), np.inf)
+    best_interior = np.zeros(len(z), dtype=bool)
+    tie = 1e-14 * (1 + np.abs(z).max(axis=1)) ** 2
     for curve, derivative, interval in BOUNDARIES[name]:
-        points, distance = _nearest_on_curve(curve, derivative, interval, z)
-        closer = distance < best_distance
-        best[closer], best_distance[closer] = points[closer], distance[closer]
+        point, excess, interior = _nearest_on_curve(curve, derivative, interval, z)
+        better = (excess < best_excess - tie) | (
+            (excess <= best_excess + tie) & interior & ~best_interior
+        )
+        best[better], best_excess[better] = point[better], excess[better]
+        best_interior[better] = interior[better]
     inside = in_region(name, z[:, 0], z[:, 1])
     best[inside] = z[inside]
     return best
@@ -379,11 +392,13 @@ def _sample_points():
     """Near, far, negative, on the axes, at the origin and corners, on the boundary."""
     rng = np.random.default_rng(3)
     axis = rng.uniform(-5, 5, 60)
+    # fmt: off
     special = [
         [0, 0], [2, 0], [0, 2], [0.5, 0.5], [1, 1], [-1, -1], [3, 3], [-3, 0.2],
         [0.2, -3], [1e6, -1e6], [-1e6, -1e6], [1e6, 1e6], [1e5, 0], [0, -1e5],
         [1e-9, 1e-9], [0.25, 1.0], [5, 1e-3], [-1, 5], [5, -1], [1.5, 1.5],
     ]
+    # fmt: on
     parts = [
         special,
         rng.uniform(-1, 3, size=(400, 2)),
@@ -427,7 +442,8 @@ def test_projection_equals_brute_force(name, dtype, tol):
 @pytest.mark.parametrize("name", ["min", "qmean"])
 def test_projection_equals_closed_form(name):
     z = np.concatenate([POINTS, _boundary_points(name)])
-    np.testing.assert_allclose(project(name, z), closed_form_projection(name, z), rtol=0, atol=1e-12)
+    expected = closed_form_projection(name, z)
+    np.testing.assert_allclose(project(name, z), expected, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -464,7 +480,8 @@ def test_min_projection_keeps_points_of_the_segment():
 def test_projection_of_any_point_equals_brute_force(name, point):
     z = np.asarray([point], dtype=float)
     expected = brute_force_projection(name, z)
-    np.testing.assert_allclose(project(name, z), expected, rtol=0, atol=1e-9 * (1 + np.abs(z).max()))
+    tol = 1e-9 * (1 + np.abs(z).max())
+    np.testing.assert_allclose(project(name, z), expected, rtol=0, atol=tol)
 
 
 @pytest.mark.parametrize("name", CONCAVE)
@@ -472,7 +489,8 @@ def test_projection_is_elementwise_on_any_shape(name):
     measure = calopt.get_measure(name)
     z = POINTS[:24]
     flat = project(name, z)
-    alpha, beta = NP.reshape(NP.asarray(z[:, 0]), (2, 3, 4)), NP.reshape(NP.asarray(z[:, 1]), (2, 3, 4))
+    alpha = NP.reshape(NP.asarray(z[:, 0]), (2, 3, 4))
+    beta = NP.reshape(NP.asarray(z[:, 1]), (2, 3, 4))
     out_a, out_b = measure.project(alpha, beta, xp=NP)
     assert out_a.shape == out_b.shape == (2, 3, 4)
     np.testing.assert_array_equal(np.reshape(out_a, -1), flat[:, 0])
@@ -561,6 +579,7 @@ def test_every_backend_and_dtype(spec, shape, backend, float_dtype):
 
 # --- names and parameters through the registry --------------------------------------
 
+
 def test_parameters_through_the_registry():
     assert calopt.get_measure("fbeta:beta=2").beta == 2.0
     assert isinstance(calopt.get_measure("fbeta:beta=2").beta, float)
@@ -601,7 +620,7 @@ def test_unknown_measure_suggests_the_close_name():
 
 def test_list_measures_shows_all_seven():
     entries = {entry.name: entry for entry in calopt.list_measures()}
-    families = {name: "concave" for name in CONCAVE} | {name: "pseudo-linear" for name in PSEUDO_LINEAR}
+    families = dict.fromkeys(CONCAVE, "concave") | dict.fromkeys(PSEUDO_LINEAR, "pseudo-linear")
     for name, family in families.items():
         info = entries[name].describe()
         assert info["family"] == family

@@ -3,10 +3,9 @@
 Each gives Ψ, its concave conjugate Ψ* and ∇Ψ* on the sufficient dual region A_Ψ, and
 the Euclidean projection onto A_Ψ. The projections work elementwise on arrays of any
 shape with a fixed amount of work and no host synchronisation: Min and Q-mean in closed
-form, H-mean by comparing the nearest points of the pieces of the region's boundary
-(the nearest point of the parabola arc is the root of a depressed cubic, solved in
-closed form), G-mean by a few bisection steps and then Newton's method on the foot
-point of the hyperbola αβ = 1/4.
+form, H-mean in closed form piece by piece (the nearest point of its parabola arc is
+the root of a depressed cubic), G-mean by a few bisection steps and then Newton's
+method for the foot point on the hyperbola αβ = 1/4.
 """
 
 from __future__ import annotations
@@ -32,7 +31,20 @@ def _choose(condition: Array, first: tuple, second: tuple, *, xp: Any) -> tuple:
 
 
 @dataclasses.dataclass(frozen=True)
-class Min(ConcaveMeasure):
+class _Homogeneous(ConcaveMeasure):
+    """A positively homogeneous Ψ (min, H-mean, G-mean): Ψ* = 0 and ∇Ψ* = 0 on its
+    dual region (paper 002, Table 1)."""
+
+    def conjugate(self, alpha: Array, beta: Array, *, xp: Any) -> Array:
+        return _zeros(alpha, beta, xp=xp)
+
+    def conjugate_grad(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
+        zeros = _zeros(alpha, beta, xp=xp)
+        return zeros, xp.zeros_like(zeros)
+
+
+@dataclasses.dataclass(frozen=True)
+class Min(_Homogeneous):
     """Min of TPR and TNR: min(P, N)."""
 
     name: ClassVar[str] = "min"
@@ -42,13 +54,6 @@ class Min(ConcaveMeasure):
     def psi(self, tpr: Array, tnr: Array, *, xp: Any) -> Array:
         return xp.minimum(tpr, tnr)
 
-    def conjugate(self, alpha: Array, beta: Array, *, xp: Any) -> Array:
-        return _zeros(alpha, beta, xp=xp)
-
-    def conjugate_grad(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
-        zeros = _zeros(alpha, beta, xp=xp)
-        return zeros, xp.zeros_like(zeros)
-
     def project(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
         """Onto the segment α + β = 1, α, β ≥ 0: project onto the line, then clip."""
         on_line = (alpha - beta + 1) * 0.5
@@ -57,7 +62,7 @@ class Min(ConcaveMeasure):
 
 
 @dataclasses.dataclass(frozen=True)
-class HMean(ConcaveMeasure):
+class HMean(_Homogeneous):
     """Harmonic mean of TPR and TNR: 2PN / (P + N)."""
 
     name: ClassVar[str] = "hmean"
@@ -66,13 +71,6 @@ class HMean(ConcaveMeasure):
 
     def psi(self, tpr: Array, tnr: Array, *, xp: Any) -> Array:
         return safe_divide(2 * tpr * tnr, tpr + tnr, xp=xp)
-
-    def conjugate(self, alpha: Array, beta: Array, *, xp: Any) -> Array:
-        return _zeros(alpha, beta, xp=xp)
-
-    def conjugate_grad(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
-        zeros = _zeros(alpha, beta, xp=xp)
-        return zeros, xp.zeros_like(zeros)
 
     def project(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
         """Onto {√α + √β ≥ √2} ∩ {α² + β² ≤ 4} ∩ R+².
@@ -145,7 +143,7 @@ class QMean(ConcaveMeasure):
 
 
 @dataclasses.dataclass(frozen=True)
-class GMean(ConcaveMeasure):
+class GMean(_Homogeneous):
     """Geometric mean of TPR and TNR: √(P·N)."""
 
     name: ClassVar[str] = "gmean"
@@ -172,13 +170,6 @@ class GMean(ConcaveMeasure):
         tpr = xp.where(positive_absent, xp.ones_like(tp), safe_divide(tp, tp + fn, xp=xp))
         tnr = xp.where(negative_absent, xp.ones_like(tn), safe_divide(tn, tn + fp, xp=xp))
         return self.psi(tpr, tnr, xp=xp)
-
-    def conjugate(self, alpha: Array, beta: Array, *, xp: Any) -> Array:
-        return _zeros(alpha, beta, xp=xp)
-
-    def conjugate_grad(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
-        zeros = _zeros(alpha, beta, xp=xp)
-        return zeros, xp.zeros_like(zeros)
 
     def project(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
         """Onto {αβ ≥ 1/4} ∩ R+², a convex region bounded by one branch of a hyperbola.
