@@ -17,11 +17,16 @@ import numpy as np
 
 from calopt.errors import BackendError, UnknownNameError
 
-__all__ = ["BACKENDS", "Backend", "backend_of", "get_backend", "to_numpy"]
+__all__ = ["BACKENDS", "Backend", "backend_of", "get_backend", "is_sparse", "to_numpy"]
 
 #: Names accepted by :func:`get_backend` and ``--backend``.
 BACKENDS = ("numpy", "array-api-strict", "torch", "cupy")
 _DTYPES = ("float64", "float32")
+
+
+def is_sparse(x: Any) -> bool:
+    """Whether ``x`` is a scipy.sparse matrix or array (kept sparse on NumPy)."""
+    return hasattr(x, "tocsr") and hasattr(x, "nnz")
 
 
 def _import_namespace(name: str) -> Any:
@@ -119,7 +124,7 @@ class Backend:
         Sparse matrices are densified here; solvers that keep data sparse do so on
         the NumPy backend before reaching this point.
         """
-        if hasattr(x, "toarray") and not array_api_compat.is_array_api_obj(x):
+        if is_sparse(x):
             x = x.toarray()
         if (
             array_api_compat.is_array_api_obj(x)
@@ -132,10 +137,6 @@ class Backend:
     def to_numpy(self, x: Any) -> np.ndarray:
         """Copy ``x`` to a host NumPy array."""
         return to_numpy(x)
-
-    def scalar(self, value: float) -> Any:
-        """A 0-d array of the working dtype on this device."""
-        return self.xp.asarray(value, dtype=self.dtype, device=self.device)
 
 
 def get_backend(name: str = "numpy", *, dtype: str = "float64", device: Any = None) -> Backend:
@@ -157,7 +158,7 @@ def backend_of(*arrays: Any, dtype: str | None = None) -> Backend:
     ``dtype``, else float64. Arrays on different devices are an error.
     """
     arrays = [a for a in arrays if a is not None and array_api_compat.is_array_api_obj(a)]
-    arrays = [a for a in arrays if not hasattr(a, "toarray")]
+    arrays = [a for a in arrays if not is_sparse(a)]
     if not arrays:
         return get_backend("numpy", dtype=dtype or "float64")
     try:

@@ -27,7 +27,7 @@ import numpy as np
 
 from calopt import registry
 from calopt.algorithms import Algorithm, Problem
-from calopt.backends import Backend, backend_of, get_backend, to_numpy
+from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
 from calopt.errors import ParameterError
 from calopt.measures import Measure, confusion_counts
 from calopt.model import LinearModel
@@ -49,10 +49,6 @@ def default_algorithm(measure: Measure) -> str:
 def default_batch_size(n_samples: int) -> int:
     """Mini-batch size from the data size: about n/100 (a power of two), between 32 and 1024."""
     return int(min(1024, max(32, 2 ** round(np.log2(max(n_samples, 1) / 100)))))
-
-
-def _is_sparse(X: Any) -> bool:
-    return hasattr(X, "tocsr") and hasattr(X, "nnz")
 
 
 def best_threshold(scores: np.ndarray, y: np.ndarray, measure: Measure) -> tuple[float, float]:
@@ -97,7 +93,7 @@ def _stratified_split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.nda
 
 
 def _rows(X: Any, index: np.ndarray, backend: Backend) -> Any:
-    if _is_sparse(X):
+    if is_sparse(X):
         return X[index]
     return backend.xp.take(X, backend.xp.asarray(index, device=backend.device), axis=0)
 
@@ -109,23 +105,29 @@ def _measure_value(measure: Measure, w: Array, b: Array, X: Any, y: Array, xp: A
 
 
 class _Data:
-    """Training arrays on the backend, scaled, with their ±1 labels (host and device)."""
+    """Arrays on the backend, max-abs scaled, with their ±1 labels (host and device).
 
-    def __init__(self, X: Any, y_pm: np.ndarray, backend: Backend, scale: bool):
-        if _is_sparse(X) and backend.name == "numpy":
+    ``scale`` is True (compute the scaling from X), False (none), or the scaling of
+    the training data to apply to evaluation data.
+    """
+
+    def __init__(self, X: Any, y_pm: np.ndarray, backend: Backend, scale: bool | np.ndarray):
+        if is_sparse(X) and backend.name == "numpy":
             X = X.tocsr().astype(np.dtype(backend.dtype))
         else:
             X = backend.asarray(X)
         xp = backend.xp
-        if not scale:
+        if isinstance(scale, np.ndarray):
+            self.scale = scale
+        elif not scale:
             self.scale = np.ones(X.shape[1])
-        elif _is_sparse(X):
+        elif is_sparse(X):
             self.scale = np.asarray(abs(X).max(axis=0).toarray(), dtype=np.float64).ravel()
         else:
             self.scale = to_numpy(xp.max(xp.abs(X), axis=0)).astype(np.float64)
         self.scale[~(self.scale > 0) | ~np.isfinite(self.scale)] = 1.0
-        if scale:
-            if _is_sparse(X):
+        if scale is not False:
+            if is_sparse(X):
                 import scipy.sparse
 
                 X = (X @ scipy.sparse.diags(1.0 / self.scale)).tocsr().astype(X.dtype)
@@ -176,8 +178,7 @@ def fit(
     if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
         raise ParameterError(f"batch size must be a whole number ≥ 1, got {batch_size!r}")
 
-    y_pm, classes = encode_binary(to_numpy(y) if not isinstance(y, np.ndarray) else y,
-                                  positive=positive, source="training labels")
+    y_pm, classes = encode_binary(to_numpy(y), positive=positive, source="training labels")
     if backend is None:
         resolved = backend_of(X, dtype=dtype)
     else:
@@ -204,7 +205,7 @@ def fit(
     if eval_set is not None:
         X_eval, y_eval = eval_set
         y_eval_pm = encode_like(to_numpy(y_eval), classes, source="evaluation labels")
-        eval_data = (_Data(X_eval, y_eval_pm, resolved, scale=False), data.scale)
+        eval_data = _Data(X_eval, y_eval_pm, resolved, scale=data.scale)
     record_seconds = 0.0
 
     def record(info: EpochRecord) -> dict[str, float]:
@@ -213,9 +214,7 @@ def fit(
         w, b = info.weights
         row = {"train": _measure_value(measure, w, b, train_X, train_y, xp)}
         if eval_data is not None:
-            evaluation, scaling = eval_data
-            row["test"] = _measure_value(measure, w / resolved.asarray(scaling), b,
-                                         evaluation.X, evaluation.y, xp)
+            row["test"] = _measure_value(measure, w, b, eval_data.X, eval_data.y, xp)
         record_seconds += time.perf_counter() - begun
         return row
 

@@ -14,8 +14,8 @@ measures and algorithms are registered through exactly these hooks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
 import pluggy
 
@@ -52,6 +52,3 @@ def register_losses(register: Register) -> None:
 def register_algorithms(register: Register) -> None:
     """Register training algorithms: subclasses of :class:`calopt.algorithms.Algorithm`."""
 
-
-# Type of a hook implementation, for readers of this module.
-HookImpl = Callable[[Register], Any]

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from calopt.backends import backend_of
+from calopt.backends import backend_of, is_sparse
 from calopt.errors import DataError, ModelFileError
 from calopt.measures import confusion_counts
 
@@ -93,12 +93,12 @@ class LinearModel:
         """Scores ``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse)."""
         if X.shape[1] != self.n_features:
             raise DataError(f"X has {X.shape[1]} features, the model has {self.n_features}")
-        if hasattr(X, "tocsr"):
+        if is_sparse(X):
             return np.asarray(X @ self.coef + self.intercept)
-        backend = backend_of(X)
-        coef = backend.asarray(self.coef, dtype=X.dtype if backend.xp.isdtype(X.dtype, "real floating") else None)
-        X = X if backend.xp.isdtype(X.dtype, "real floating") else backend.asarray(X)
-        return X @ coef + self.intercept
+        backend = backend_of(X)  # working dtype: X's floating dtype, else float64
+        if not backend.xp.isdtype(X.dtype, "real floating"):
+            X = backend.asarray(X)
+        return X @ backend.asarray(self.coef) + self.intercept
 
     def predict_signs(self, X: Any) -> Any:
         """Predictions in {−1, +1} on X's backend."""

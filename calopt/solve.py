@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from calopt.algorithms import Algorithm, Problem
+from calopt.backends import is_sparse
 
 __all__ = ["ArrayReader", "BatchReader", "EpochRecord", "LoopResult", "run"]
 
@@ -38,10 +39,6 @@ class BatchReader(Protocol):
 
     def full(self) -> tuple[Array, Array]:
         """All the data as one (X, y) pair."""
-
-
-def _is_sparse(X: Any) -> bool:
-    return hasattr(X, "tocsr") and hasattr(X, "nnz")
 
 
 @dataclass
@@ -69,7 +66,7 @@ class ArrayReader:
         X, y = self.X, self.y
         if rng is not None:
             order = rng.permutation(self.n_samples)
-            if _is_sparse(X):
+            if is_sparse(X):
                 X, y = X[order], self.xp.take(y, self.xp.asarray(order, device=self.device), axis=0)
             else:
                 index = self.xp.asarray(order, device=self.device)

@@ -10,6 +10,7 @@ to the measure of the current model.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, ClassVar, NamedTuple
 
@@ -21,31 +22,17 @@ from calopt.algorithms import (
     step_size,
     weighted_reward_gradient,
 )
-from calopt.measures import safe_divide
+from calopt.measures import PseudoLinearMeasure, safe_divide
 
 Array = Any
 _LEVELS = ("zero-one", "reward")
 
 
-def _valuation(problem: Problem) -> tuple[float, float, float, float]:
-    """(α, β, γ, δ) = (a1, a2, b1, b2)/b0 at the training positive rate."""
-    (_, a1, a2), (b0, b1, b2) = problem.measure.coefficients(problem.positive_rate)
+@functools.lru_cache(maxsize=64)
+def _valuation(measure: PseudoLinearMeasure, p: float) -> tuple[float, float, float, float]:
+    """(α, β, γ, δ) = (a1, a2, b1, b2)/b0 at positive rate p (computed once per run)."""
+    (_, a1, a2), (b0, b1, b2) = measure.coefficients(p)
     return a1 / b0, a2 / b0, b1 / b0, b2 / b0
-
-
-def _valuation_step(
-    w: Array, b: Array, level: Array, t: int, X: Array, y: Array, problem: Problem,
-    valuation: tuple[float, float, float, float], step: float, radius: float,
-) -> tuple[Array, Array]:
-    """One stochastic ascent step on V(·, level) (STAMP, Algorithm 3, step 7)."""
-    xp = problem.xp
-    alpha, beta, gamma, delta = valuation
-    _, dr_ds = reward_terms(w, b, X, y, problem.loss, xp=xp)
-    grad_w, grad_b = weighted_reward_gradient(
-        X, y, dr_ds, alpha - level * gamma, beta - level * delta, problem.positive_rate, xp=xp
-    )
-    eta = step_size(step, t)
-    return project_ball(w + eta * grad_w, b + eta * grad_b, radius, xp=xp)
 
 
 def _rate_sums(w: Array, b: Array, X: Array, y: Array, problem: Problem, level_kind: str) -> tuple:
@@ -97,6 +84,19 @@ class _AltMax(Algorithm):
 
     def describe_state(self, state: NamedTuple) -> dict[str, Array]:
         return {"level": state.level}
+
+    def _ascent(
+        self, w: Array, b: Array, level: Array, t: int, X: Array, y: Array, problem: Problem
+    ) -> tuple[Array, Array]:
+        """One stochastic ascent step on V(·, level) (STAMP, Algorithm 3, step 7)."""
+        xp = problem.xp
+        alpha, beta, gamma, delta = _valuation(problem.measure, problem.positive_rate)
+        _, dr_ds = reward_terms(w, b, X, y, problem.loss, xp=xp)
+        grad_w, grad_b = weighted_reward_gradient(
+            X, y, dr_ds, alpha - level * gamma, beta - level * delta, problem.positive_rate, xp=xp
+        )
+        eta = step_size(self.step if self.step is not None else 1.0, t)
+        return project_ball(w + eta * grad_w, b + eta * grad_b, self.radius, xp=xp)
 
 
 class StampState(NamedTuple):
@@ -153,10 +153,7 @@ class Stamp(_AltMax):
         batch = y.shape[0]
         if state.phase == 0:  # model optimisation stage (steps 4-10)
             t = state.t + 1
-            w, b = _valuation_step(
-                state.w, state.b, state.level, t, X, y, problem, _valuation(problem),
-                self.step if self.step is not None else 1.0, self.radius,
-            )
+            w, b = self._ascent(state.w, state.b, state.level, t, X, y, problem)
             steps = state.steps + 1
             w_avg = state.w_avg + (w - state.w_avg) / steps
             b_avg = state.b_avg + (b - state.b_avg) / steps
@@ -218,10 +215,7 @@ class Amp(_AltMax):
 
     def update(self, state: AmpState, X: Array, y: Array, problem: Problem) -> AmpState:
         t = state.t + 1
-        w, b = _valuation_step(
-            state.w, state.b, state.level, t, X, y, problem, _valuation(problem),
-            self.step if self.step is not None else 1.0, self.radius,
-        )
+        w, b = self._ascent(state.w, state.b, state.level, t, X, y, problem)
         return state._replace(w=w, b=b, t=t)
 
     def end_epoch(self, state: AmpState, X: Array, y: Array, problem: Problem) -> AmpState:
