@@ -153,9 +153,10 @@ def train(
         return
     console = Console()
     rows = [(train_set.source, train_result)] + ([(test_set.source, test_result)] if test_result else [])
-    console.print(_summary_table(
-        f"{model.measure} · {model.algorithm} · {model.options['backend']} · "
-        f"{model.options['epochs']} epochs in {model.fit_seconds:.2f} s", rows))
+    table = _summary_table(f"{model.measure} · {model.algorithm}", rows)
+    table.caption = (f"{model.options['backend']}, {model.options['epochs']} epochs, "
+                     f"fit in {model.fit_seconds:.2f} s")
+    console.print(table)
     if model_out is not None:
         console.print(f"model written to {model_out}")
 
