@@ -47,8 +47,8 @@ def default_algorithm(measure: Measure) -> str:
 
 
 def default_batch_size(n_samples: int) -> int:
-    """Mini-batch size from the data size: about n/100 (a power of two), between 32 and 1024."""
-    return int(min(1024, max(32, 2 ** round(np.log2(max(n_samples, 1) / 100)))))
+    """Mini-batch size from the data size: n/100, between 32 and 1024."""
+    return int(min(1024, max(32, n_samples // 100)))
 
 
 def best_threshold(scores: np.ndarray, y: np.ndarray, measure: Measure) -> tuple[float, float]:

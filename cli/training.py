@@ -77,7 +77,7 @@ def train(
     epochs: Annotated[int, typer.Option("--epochs", "-e", help="Passes over the training data.")] = 10,
     batch_size: Annotated[
         Optional[int],
-        typer.Option("--batch-size", help="Mini-batch size (default: about n/200, from 32 to 1024)."),
+        typer.Option("--batch-size", help="Mini-batch size (default: n/100, from 32 to 1024)."),
     ] = None,
     seed: SeedOpt = 0,
     positive: PositiveOpt = None,

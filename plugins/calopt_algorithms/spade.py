@@ -38,8 +38,10 @@ class Spade(Algorithm):
 
     #: Primal step scale η₀ (η_t = η₀/√t); unset: chosen on held-out data.
     step: float | None = None
-    #: Dual step scale η'₀ (η'_t = η'₀/√t).
-    dual_step: float = 1.0
+    #: Dual step scale η'₀ (η'_t = η'₀/√t). The dual gradient holds r⁺ = r/p, large
+    #: for a rare class; 0.1 was equal or better than 1 and 0.3 on ijcnn1, a9a and w8a
+    #: (w8a, 3% positives: min 0.835 → 0.853 over seeds 0-2, spread 0.057 → 0.004).
+    dual_step: float = 0.1
     #: Radius of the ball W that (w, b) is projected onto (unset: unbounded).
     radius: float | None = None
     #: Output the average of the iterates (the paper) rather than the last one.
