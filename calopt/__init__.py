@@ -20,7 +20,8 @@ from calopt.fit import fit
 from calopt.hookspecs import hookimpl
 from calopt.losses import Loss
 from calopt.measures import ConcaveMeasure, Measure, PseudoLinearMeasure
-from calopt.model import LinearModel
+from calopt.model import LinearModel, load_model
+from calopt.multiclass import MulticlassModel, fit_multiclass
 
 try:
     __version__ = version("calopt")
@@ -37,6 +38,7 @@ __all__ = [
     "Loss",
     "Measure",
     "ModelFileError",
+    "MulticlassModel",
     "ParameterError",
     "PseudoLinearMeasure",
     "RegistryError",
@@ -44,6 +46,7 @@ __all__ = [
     "__version__",
     "backend_of",
     "fit",
+    "fit_multiclass",
     "get_algorithm",
     "get_backend",
     "get_loss",
@@ -52,6 +55,7 @@ __all__ = [
     "list_algorithms",
     "list_losses",
     "list_measures",
+    "load_model",
     "to_numpy",
 ]
 

@@ -48,6 +48,11 @@ class Problem(NamedTuple):
     #: The loss whose reward 1 − F drives the non-decomposable solvers (or the ERM loss).
     loss: Loss
     batch_size: int
+    #: Epochs the run will make (budget-dependent steps, e.g. the subgradient method's
+    #: η/√K); None when unknown.
+    epochs: int | None = None
+    #: One-vs-rest classes trained together (algorithms with ``multiclass``); 1: binary.
+    n_classes: int = 1
 
     def zeros(self, *shape: int) -> Array:
         return self.xp.zeros(shape, dtype=self.dtype, device=self.device)
@@ -67,6 +72,10 @@ class Algorithm(Component):
     needs_reward: ClassVar[bool] = True
     #: Fraction of the training data held out to tune the decision threshold (plug-in).
     holdout: ClassVar[float] = 0.0
+    #: The loss used when none is given; None: hinge if ``needs_reward``, else logistic.
+    default_loss: ClassVar[str | None] = None
+    #: Trains the C one-vs-rest classes of a multiclass problem at once (calopt.fit_multiclass).
+    multiclass: ClassVar[bool] = False
 
     def init(self, problem: Problem) -> NamedTuple:
         raise NotImplementedError
@@ -74,6 +83,17 @@ class Algorithm(Component):
     def update(self, state: NamedTuple, X: Array, y: Array, problem: Problem) -> NamedTuple:
         """One step on the mini-batch (X, y), labels in {−1, +1}."""
         raise NotImplementedError
+
+    def prepare(self, problem: Problem, X: Array, y: Array, *, seed: int | None = None) -> Any:
+        """The reader that serves (X, y) to the loop: a plain :class:`~calopt.solve.ArrayReader`.
+
+        An algorithm that transforms the data once before training overrides it (SLND
+        precomputes its preconditioned rows and serves balanced one-vs-rest batches).
+        ``y`` is ±1 of shape (n,), or (C, n) one-vs-rest when ``problem.n_classes > 1``.
+        """
+        from calopt.solve import ArrayReader  # calopt.solve imports this module
+
+        return ArrayReader(X, y, problem.xp, problem.device)
 
     def end_epoch(self, state: NamedTuple, X: Array, y: Array, problem: Problem) -> NamedTuple:
         """Called after each pass with the whole training data (batch algorithms use it)."""
@@ -120,16 +140,20 @@ def reward_terms(
 
 
 def weighted_reward_gradient(
-    X: Array, y: Array, dr_ds: Array, weight_pos: Array, weight_neg: Array, p: float, *, xp: Any
+    X: Array, y: Array, dr_ds: Array, weight_pos: Array, weight_neg: Array, p: float, *, xp: Any,
+    positive: Array | None = None,
 ) -> tuple[Array, Array]:
     """Batch mean of ∇_(w,b) [weight_pos·r⁺ + weight_neg·r⁻].
 
     ``r⁺ = r·1[y=1]/p`` and ``r⁻ = r·1[y=−1]/(1−p)``; the weights are 0-d arrays
-    (the dual variables of SPADE, the valuation weights of STAMP).
+    (the dual variables of SPADE, the valuation weights of STAMP). ``positive`` is
+    ``y > 0`` when the caller has it already. The 1/batch of the mean is folded into
+    the per-class weights, so the d-vector is never divided (this runs every batch).
     """
-    coef = xp.where(y > 0, weight_pos / p, weight_neg / (1 - p)) * dr_ds
     batch = y.shape[0]
-    return (X.T @ coef) / batch, xp.sum(coef) / batch
+    positive = y > 0 if positive is None else positive
+    coef = xp.where(positive, weight_pos / (p * batch), weight_neg / ((1 - p) * batch)) * dr_ds
+    return X.T @ coef, xp.sum(coef)
 
 
 def project_ball(w: Array, b: Array, radius: float | None, *, xp: Any) -> tuple[Array, Array]:

@@ -17,6 +17,7 @@ __all__ = [
     "ModelFileError",
     "ParameterError",
     "RegistryError",
+    "TrainingInterrupted",
     "UnknownNameError",
 ]
 
@@ -54,3 +55,15 @@ class DataError(CaloptError, ValueError):
 
 class ModelFileError(CaloptError):
     """A model file is truncated, corrupt, from a newer format, or not a calopt model."""
+
+
+class TrainingInterrupted(CaloptError):
+    """Training stopped on request (Ctrl-C, SIGTERM) after a batch; it can be resumed.
+
+    ``checkpoint`` is the :class:`calopt.checkpoint.Checkpoint` of the run (pass it, or
+    ``path`` where it was written, as ``calopt.fit(..., resume=...)``).
+    """
+
+    def __init__(self, message: str, checkpoint: object = None, path: object = None):
+        super().__init__(message)
+        self.checkpoint, self.path = checkpoint, path

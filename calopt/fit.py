@@ -19,6 +19,8 @@ What happens, in order (each step documented because each is a choice):
 
 from __future__ import annotations
 
+import functools
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,10 +30,11 @@ import numpy as np
 from calopt import registry
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
-from calopt.errors import ParameterError
+from calopt.checkpoint import Checkpoint, data_fingerprint
+from calopt.errors import ParameterError, TrainingInterrupted
 from calopt.measures import Measure, confusion_counts
 from calopt.model import LinearModel
-from calopt.solve import ArrayReader, EpochRecord, run
+from calopt.solve import INTERRUPTED, ArrayReader, EpochRecord, LoopResult, run
 
 __all__ = ["best_threshold", "default_algorithm", "fit"]
 
@@ -155,6 +158,10 @@ def fit(
     positive: Any = None,
     eval_set: tuple[Any, Any] | None = None,
     callback: Callable[[EpochRecord], None] | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int | None = None,
+    resume: Any = None,
+    interrupt: Callable[[], bool] | None = None,
 ) -> LinearModel:
     """Train a linear classifier that maximises ``measure`` on (X, y).
 
@@ -166,17 +173,30 @@ def fit(
     float64 except on the GPU (float32). ``eval_set=(X_test, y_test)`` adds the test
     value of each epoch to the history. Returns a :class:`~calopt.model.LinearModel`
     whose ``history`` has one row per epoch and ``fit_seconds`` the solver time.
+
+    Interruption (:mod:`calopt.checkpoint`): ``interrupt()`` is checked after every
+    batch; when it returns true, training stops and raises
+    :class:`~calopt.errors.TrainingInterrupted` holding the checkpoint (also written to
+    ``checkpoint`` when given, as it is every ``checkpoint_every`` epochs).
+    ``resume=`` that checkpoint or its path, with the same data and options, skips the
+    step trial and ends with the model an uninterrupted run gives.
     """
     from calopt import __version__, get_algorithm, get_loss, get_measure
     from calopt.data import encode_binary, encode_like
 
     measure = get_measure(measure)
     algorithm = get_algorithm(algorithm or default_algorithm(measure))
-    loss = get_loss(loss or ("hinge" if algorithm.needs_reward else "logistic"))
+    loss = get_loss(loss or algorithm.default_loss or ("hinge" if algorithm.needs_reward else "logistic"))
     if not (isinstance(epochs, int) and epochs >= 1):
         raise ParameterError(f"epochs must be a whole number ≥ 1, got {epochs!r}")
     if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
         raise ParameterError(f"batch size must be a whole number ≥ 1, got {batch_size!r}")
+    if checkpoint_every is not None and not (isinstance(checkpoint_every, int) and checkpoint_every >= 1):
+        raise ParameterError(f"checkpoint_every must be a whole number of epochs ≥ 1, got {checkpoint_every!r}")
+    if checkpoint_every is not None and checkpoint is None:
+        raise ParameterError("checkpoint_every needs a checkpoint path to write to")
+    if resume is not None and not isinstance(resume, Checkpoint):
+        resume = Checkpoint.load(resume)
 
     y_pm, classes = encode_binary(to_numpy(y), positive=positive, source="training labels")
     if backend is None:
@@ -197,9 +217,19 @@ def fit(
         _rows(data.X, kept, resolved), resolved.asarray(y_pm[kept]))
     p = float(np.mean(y_pm[kept] > 0))
     problem = Problem(xp, resolved.dtype, resolved.device, int(kept.size), int(data.X.shape[1]),
-                      p, measure, loss, batch_size or default_batch_size(int(kept.size)))
+                      p, measure, loss, batch_size or default_batch_size(int(kept.size)), epochs)
     algorithm.check_problem(problem)
-    algorithm = _choose_step(algorithm, problem, data, kept, seed, resolved)
+    run_options = {"measure": measure.spec, "algorithm": algorithm.spec, "loss": loss.spec,
+                   "epochs": epochs, "batch_size": problem.batch_size, "seed": seed,
+                   "backend": resolved.name, "dtype": resolved.dtype_name, "scale": scale,
+                   "tune_threshold": tune_threshold, "eval_set": eval_set is not None,
+                   "classes": [c.item() if hasattr(c, "item") else c for c in classes]}
+    fingerprint = functools.cache(lambda: data_fingerprint(data.X, y_pm, resolved, data.scale))
+    if resume is not None:  # the step chosen by the interrupted run's trial
+        resume.check(run_options, fingerprint())
+        algorithm = resume.make_algorithm()
+    else:
+        algorithm = _choose_step(algorithm, problem, data, kept, seed, resolved)
 
     eval_data = None
     if eval_set is not None:
@@ -218,8 +248,20 @@ def fit(
         record_seconds += time.perf_counter() - begun
         return row
 
-    result = run(algorithm, problem, ArrayReader(train_X, train_y, xp, resolved.device),
-                 epochs=epochs, seed=seed, record=record, callback=callback)
+    def capture(position: LoopResult) -> Checkpoint:
+        return Checkpoint.capture(position, algorithm, options=run_options, fingerprint=fingerprint())
+
+    result = run(algorithm, problem, algorithm.prepare(problem, train_X, train_y, seed=seed),
+                 epochs=epochs, seed=seed, record=record, callback=callback, interrupt=interrupt,
+                 resume=None if resume is None else resume.position(algorithm.init(problem), resolved),
+                 checkpoint=None if checkpoint is None else lambda at: capture(at).save(checkpoint),
+                 checkpoint_every=checkpoint_every or 0)
+    if result.status == INTERRUPTED:
+        saved = capture(result)
+        if checkpoint is not None:
+            saved.save(checkpoint)
+        where = f"; checkpoint written to {checkpoint}" if checkpoint is not None else ""
+        raise TrainingInterrupted(f"training interrupted in {saved.describe()}{where}", saved, checkpoint)
     w, b = algorithm.weights(result.state)
     w_host, b_host = to_numpy(w).astype(np.float64), float(to_numpy(b))
     threshold = 0.0
@@ -227,7 +269,7 @@ def fit(
         tune_X, tune_y = (train_X, y_pm[kept]) if held.size == 0 else (
             _rows(data.X, held, resolved), y_pm[held])
         threshold, _ = best_threshold(to_numpy(tune_X @ w + b), tune_y, measure)
-    fit_seconds = time.perf_counter() - started - record_seconds
+    fit_seconds = time.perf_counter() - started - record_seconds + (resume.seconds if resume else 0.0)
     return LinearModel(
         coef=w_host / data.scale,
         intercept=b_host - threshold,
@@ -262,7 +304,7 @@ def _choose_step(algorithm: Algorithm, problem: Problem, data: _Data, kept: np.n
     check_part = kept[np.sort(rng.permutation(check_part)[:_TRIAL_ROWS])]
     X_fit, y_fit = _rows(data.X, fit_part, backend), backend.asarray(data.y_host[fit_part])
     X_check = _rows(data.X, check_part, backend)
-    trial_problem = problem._replace(n_samples=int(fit_part.size),
+    trial_problem = problem._replace(n_samples=int(fit_part.size), epochs=1,
                                      batch_size=min(problem.batch_size, max(1, fit_part.size // 50)))
     best, best_value = None, -np.inf
     for step in candidates:

@@ -30,6 +30,9 @@ class Loss(Component):
     calibrated: ClassVar[bool] = True
     #: Non-negative and non-increasing: 1 − F is a reward bounded above by 1.
     reward: ClassVar[bool] = False
+    #: sup_z F''(z), the curvature bound that makes the ERM objective smooth (gradient
+    #: descent's step 1/M); None where F is not differentiable or F'' is unbounded.
+    max_curvature: ClassVar[float | None] = None
 
     def value(self, z: Array, *, xp: Any) -> Array:
         """F(z)."""

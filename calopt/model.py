@@ -5,6 +5,10 @@ and a JSON document (``metadata``, stored as UTF-8 bytes) with the intercept, th
 classes, the measure / algorithm / loss specs, the fit options, the history and the
 library version. It is read with ``allow_pickle=False`` and its checksum verified, so
 loading never executes anything. Writes are atomic (a temporary file, then rename).
+
+The same model gives the same bytes: timings (``fit_seconds``, the history's
+``seconds``) stay in memory and out of the file, and the archive's entries carry a
+fixed date (:func:`write_npz`). Files written before this still load.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from calopt.backends import backend_of, is_sparse
 from calopt.errors import DataError, ModelFileError
 from calopt.measures import confusion_counts
 
-__all__ = ["FORMAT_VERSION", "LinearModel", "atomic_write"]
+__all__ = ["FORMAT_VERSION", "LinearModel", "atomic_write", "load_model", "read_npz", "write_npz"]
 
 FORMAT = "calopt-linear-model"
 FORMAT_VERSION = 1
@@ -44,6 +48,53 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *, mode:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+#: The date stamped on every archive entry (zip's earliest), so equal models give equal bytes.
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+#: Timing fields kept in memory but not written: they differ from run to run.
+_TIMINGS = ("fit_seconds", "seconds")
+
+
+def write_npz(handle: Any, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` as an uncompressed ``.npz`` (what ``np.savez`` writes) with fixed dates.
+
+    Entries are written in the given order, as ``.npy`` without pickle, so the bytes
+    depend on the arrays alone.
+    """
+    with zipfile.ZipFile(handle, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for key, value in arrays.items():
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
+            info.external_attr = 0o600 << 16
+            with archive.open(info, mode="w", force_zip64=True) as entry:
+                np.lib.format.write_array(entry, np.asanyarray(value), allow_pickle=False)
+
+
+def read_npz(path: str | os.PathLike, what: str) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` at ``path``, read without pickle; a one-line ModelFileError
+    when it is missing, empty, truncated or no archive (``what``: "model file", ...)."""
+    path, magic = Path(path), None
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+        with np.load(path, allow_pickle=False) as archive:
+            return {key: archive[key] for key in archive.files}
+    except FileNotFoundError:
+        raise ModelFileError(f"{path}: no such {what}") from None
+    except IsADirectoryError:
+        raise ModelFileError(f"{path}: is a directory, not a calopt {what}") from None
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
+        if magic is None:
+            problem = f"cannot read ({getattr(exc, 'strerror', None) or exc})"
+        elif not magic:
+            problem = "empty file"
+        elif magic != b"PK\x03\x04":
+            problem = "not an .npz archive"
+        elif isinstance(exc, ValueError):  # e.g. an object array, refused without unpickling
+            problem = f"unreadable array ({exc})"
+        else:  # a zip archive, cut short or damaged
+            problem = f"truncated or corrupt archive ({type(exc).__name__}: {exc})"
+        raise ModelFileError(f"{path}: not a calopt {what}: {problem}") from None
 
 
 def _checksum(arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> str:
@@ -148,8 +199,7 @@ class LinearModel:
             "algorithm": self.algorithm,
             "loss": self.loss,
             "options": self.options,
-            "history": self.history,
-            "fit_seconds": self.fit_seconds,
+            "history": [{k: v for k, v in row.items() if k not in _TIMINGS} for row in self.history],
             "status": self.status,
             "message": self.message,
         }
@@ -162,19 +212,13 @@ class LinearModel:
         metadata = self._metadata()
         metadata["sha256"] = _checksum(arrays, metadata)
         blob = np.frombuffer(json.dumps(metadata).encode(), dtype=np.uint8)
-        atomic_write(path, lambda handle: np.savez(handle, metadata=blob, **arrays))
+        atomic_write(path, lambda handle: write_npz(handle, {"metadata": blob, **arrays}))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> LinearModel:
         """Read a model written by :meth:`save`; any problem is a one-line ModelFileError."""
         path = Path(path)
-        if not path.is_file():
-            raise ModelFileError(f"{path}: no such model file")
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                arrays = {key: archive[key] for key in archive.files}
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
-            raise ModelFileError(f"{path}: not a calopt model file ({type(exc).__name__}: {exc})") from None
+        arrays = read_npz(path, "model file")
         if "metadata" not in arrays or "coef" not in arrays:
             raise ModelFileError(f"{path}: not a calopt model file (no metadata/coef arrays)")
         try:
@@ -204,10 +248,26 @@ class LinearModel:
                 threshold=float(metadata["threshold"]),
                 options=metadata["options"],
                 history=metadata["history"],
-                fit_seconds=float(metadata["fit_seconds"]),
+                fit_seconds=float(metadata.get("fit_seconds", 0.0)),  # older files only
                 status=int(metadata["status"]),
                 message=metadata["message"],
                 version=metadata["calopt_version"],
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFileError(f"{path}: incomplete model metadata ({exc})") from None
+
+
+def load_model(path: str | os.PathLike) -> Any:
+    """Read a model file of either kind: a LinearModel, or a MulticlassModel (calopt.multiclass).
+
+    The kind comes from the ``format`` of the file's metadata; when that cannot be
+    read, LinearModel.load says what is wrong with the file.
+    """
+    from calopt import multiclass
+
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            kind = json.loads(archive["metadata"].tobytes().decode()).get("format")
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, AttributeError, UnicodeDecodeError):
+        kind = None
+    return (multiclass.MulticlassModel if kind == multiclass.FORMAT else LinearModel).load(path)

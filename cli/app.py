@@ -18,7 +18,7 @@ from typer.core import TyperGroup
 import calopt
 from calopt import registry
 from calopt.errors import CaloptError
-from calopt_cli import listing, scoring, training
+from calopt_cli import aggregate, listing, scoring, training
 
 __all__ = ["CaloptGroup", "app", "main", "print_error"]
 
@@ -103,6 +103,7 @@ def calopt_root(
 app.command("train")(training.train)
 app.command("evaluate")(training.evaluate)
 app.command("predict")(training.predict)
+app.command("aggregate")(aggregate.aggregate)
 app.command("score")(scoring.score)
 app.command("list-measures")(listing.list_measures)
 app.command("list-losses")(listing.list_losses)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -13,9 +17,11 @@ from rich.table import Table
 
 import calopt
 from calopt import datasets
-from calopt.data import Dataset, align_features, read_data
-from calopt.errors import ParameterError
-from calopt.model import LinearModel, atomic_write
+from calopt.data import Dataset, align_features, encode_binary, read_data
+from calopt.errors import ParameterError, TrainingInterrupted
+from calopt.model import atomic_write, load_model
+from calopt.multiclass import MulticlassModel
+from calopt_cli import multiclass
 from calopt_cli.options import (
     AlgorithmOpt,
     BackendOpt,
@@ -53,6 +59,47 @@ def _load(source: str, *, label_column: str = "-1", split: str = "train") -> Dat
     return read_data(source, label_column=column)
 
 
+def _check_labels(dataset: Dataset, positive: Any) -> None:
+    """Two-valued label problems (one class only, an unknown ``--positive``), naming the file."""
+    if np.unique(dataset.labels).size <= 2:
+        encode_binary(dataset.labels, positive=positive, source=f"{dataset.source} labels")
+
+
+def _checkpoint_path(checkpoint: Path | None, resume: Path | None, model_out: Path | None) -> Path:
+    """--checkpoint, else the --resume file, else OUT.ckpt.npz beside --model-out OUT.npz,
+    else ./calopt-checkpoint.npz."""
+    if checkpoint is not None or resume is not None:
+        return checkpoint or resume
+    if model_out is not None:
+        return model_out.with_name(model_out.name.removesuffix(".npz") + ".ckpt.npz")
+    return Path("calopt-checkpoint.npz")
+
+
+@contextmanager
+def _stop_requests() -> Iterator[threading.Event]:
+    """An event set by SIGINT (Ctrl-C) or SIGTERM while the block runs; handlers restored after.
+
+    The training loop stops after the current batch when it is set; a second signal
+    stops at once (KeyboardInterrupt).
+    """
+    requested = threading.Event()
+
+    def handler(signum: int, frame: Any) -> None:
+        if requested.is_set():
+            raise KeyboardInterrupt
+        requested.set()
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, handler)
+    try:
+        yield requested
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old if old is not None else signal.SIG_DFL)
+
+
 def _summary_table(title: str, rows: list[tuple[str, dict[str, Any]]]) -> Table:
     table = Table(title=title)
     for column in ("data", "value", "TPR", "TNR"):
@@ -87,6 +134,21 @@ def train(
     ] = None,
     as_json: JsonOpt = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
+    checkpoint: Annotated[
+        Optional[Path],
+        typer.Option("--checkpoint", help="Where to write checkpoints (default: the --resume file, "
+                     "else OUT.ckpt.npz beside --model-out OUT.npz, else ./calopt-checkpoint.npz).",
+                     show_default=False),
+    ] = None,
+    checkpoint_every: Annotated[
+        Optional[int],
+        typer.Option("--checkpoint-every", help="Also write a checkpoint every N epochs.", show_default=False),
+    ] = None,
+    resume: Annotated[
+        Optional[Path],
+        typer.Option("--resume", help="Continue the interrupted run saved in this checkpoint "
+                     "(give the same data and options).", show_default=False),
+    ] = None,
 ) -> None:
     """Train a linear classifier that maximises a performance measure.
 
@@ -94,12 +156,20 @@ def train(
     pseudo-linear: stamp). Without DATA, trains on the embedded a9a and tests on its
     test split.
 
+    Ctrl-C (or SIGTERM) stops after the current batch, writes a checkpoint and exits
+    with code 130; the same command with --resume CHECKPOINT ends with the model an
+    uninterrupted run gives. The checkpoint is deleted once a run finishes.
+
     Example: [bold]calopt train ijcnn1 --test ijcnn1.t --measure gmean[/bold]
     """
     if epochs < 1:
         raise ParameterError(f"--epochs must be ≥ 1, got {epochs}")
     if batch_size is not None and batch_size < 1:
         raise ParameterError(f"--batch-size must be ≥ 1, got {batch_size}")
+    if checkpoint_every is not None and checkpoint_every < 1:
+        raise ParameterError(f"--checkpoint-every must be ≥ 1, got {checkpoint_every}")
+    if resume is not None and not resume.is_file():
+        raise ParameterError(f"--resume {resume}: no such checkpoint file")
     source = data or "a9a"
     train_set = _load(source, label_column=label_column)
     test_set = None
@@ -107,6 +177,15 @@ def train(
         test_set = align_features(_load(test, label_column=label_column, split="test"), train_set.n_features)
     elif data is None or (not Path(source).exists() and source in datasets.names()):
         test_set = datasets.load(source, "test")
+    if np.unique(train_set.labels).size > 2:  # one-vs-rest: calopt_cli.multiclass
+        return multiclass.train(
+            train_set, test_set, measure=measure, algorithm=algorithm, loss=loss, backend=backend, dtype=dtype,
+            device=device, epochs=epochs, batch_size=batch_size, seed=seed, model_out=model_out,
+            as_json=as_json, no_progress=no_progress, binary_only={
+                "--positive": positive, "--checkpoint": checkpoint, "--checkpoint-every": checkpoint_every,
+                "--resume": resume})
+    _check_labels(train_set, positive)
+    checkpoint_path = _checkpoint_path(checkpoint, resume, model_out)
 
     progress = None
     if not (as_json or no_progress):
@@ -121,17 +200,32 @@ def train(
             progress.update(task, completed=info.epoch, value=f"{info.seconds:.2f}s")
 
     try:
-        model = calopt.fit(
-            train_set.X, train_set.labels, measure=measure, algorithm=algorithm or None,
-            loss=loss or None, backend=backend, dtype=dtype, device=device, epochs=epochs,
-            batch_size=batch_size, seed=seed, positive=positive, callback=on_epoch,
-            eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
-        )
+        with _stop_requests() as stop:
+            model = calopt.fit(
+                train_set.X, train_set.labels, measure=measure, algorithm=algorithm or None,
+                loss=loss or None, backend=backend, dtype=dtype, device=device, epochs=epochs,
+                batch_size=batch_size, seed=seed, positive=positive, callback=on_epoch,
+                eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
+                checkpoint=checkpoint_path, checkpoint_every=checkpoint_every, resume=resume,
+                interrupt=stop.is_set,
+            )
+    except TrainingInterrupted as exc:
+        if progress is not None:
+            progress.stop()
+            progress = None
+        typer.echo(f"calopt: interrupted in {exc.checkpoint.describe()}: checkpoint written to "
+                   f"{checkpoint_path}; to continue, run the same command with --resume {checkpoint_path}",
+                   err=True)
+        raise typer.Exit(130) from None
     finally:
         if progress is not None:
             progress.stop()
     if model_out is not None:
         model.save(model_out)
+    if checkpoint_every is not None or resume is not None:
+        checkpoint_path.unlink(missing_ok=True)  # the run is complete: nothing left to resume
+    if model.status < 0:
+        typer.echo(f"calopt: warning: {model.message}", err=True)
     train_result = model.evaluate(train_set.X, train_set.labels)[0]
     test_result = model.evaluate(test_set.X, test_set.labels)[0] if test_set is not None else None
     if as_json:
@@ -172,8 +266,10 @@ def evaluate(
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate a trained model on labelled data with any registered measures."""
-    model = LinearModel.load(model_path)
+    model = load_model(model_path)
     dataset = align_features(_load(data, label_column=label_column, split="test"), model.n_features)
+    if isinstance(model, MulticlassModel):
+        return multiclass.evaluate(model, model_path, dataset, measure, as_json)
     results = model.evaluate(dataset.X, dataset.labels, measure or None)
     if as_json:
         echo_json({"model": str(model_path), "data": dataset.source, "n_samples": dataset.n_samples,
@@ -197,10 +293,13 @@ def predict(
     label_column: LabelColumnOpt = "-1",
 ) -> None:
     """Predict labels (or scores) for a data file, one per line."""
-    model = LinearModel.load(model_path)
+    model = load_model(model_path)
     dataset = align_features(_load(data, label_column=label_column, split="test"), model.n_features)
-    values = np.asarray(model.decision_function(dataset.X)) if scores else model.predict(dataset.X)
-    lines = [repr(float(v)) if scores else _label_text(v) for v in values]
+    if isinstance(model, MulticlassModel):
+        lines = multiclass.prediction_lines(model, dataset.X, scores=scores)
+    else:
+        values = np.asarray(model.decision_function(dataset.X)) if scores else model.predict(dataset.X)
+        lines = [repr(float(v)) if scores else _label_text(v) for v in values]
     text = "\n".join(lines) + ("\n" if lines else "")
     if out is None:
         typer.echo(text, nl=False)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from calopt.hookspecs import hookimpl
 from calopt_algorithms.altmax import Amp, Stamp
+from calopt_algorithms.erm import GradientDescent, Sgd, Subgradient
+from calopt_algorithms.mirror import MirrorDescent
 from calopt_algorithms.plugin import PlugIn
 from calopt_algorithms.spade import Spade
+from calopt_algorithms.slnd import Slnd
 
 __all__ = ["Amp", "PlugIn", "Spade", "Stamp"]
 
@@ -17,3 +20,8 @@ def register_algorithms(register):
     register(Stamp)
     register(Amp)
     register(PlugIn)
+    register(MirrorDescent)
+    register(GradientDescent)
+    register(Sgd)
+    register(Subgradient)
+    register(Slnd)

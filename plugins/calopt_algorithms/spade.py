@@ -61,16 +61,16 @@ class Spade(Algorithm):
 
     def update(self, state: SpadeState, X: Array, y: Array, problem: Problem) -> SpadeState:
         xp, p, measure = problem.xp, problem.positive_rate, problem.measure
-        t = state.t + 1
+        t, batch, positive = state.t + 1, y.shape[0], y > 0
         reward, dr_ds = reward_terms(state.w, state.b, X, y, problem.loss, xp=xp)
         if not measure.lipschitz:  # G-mean: rewards offset by ε(t) = t^(-1/4) (Theorem 5)
             reward = reward + t**-0.25
-        zero = xp.zeros_like(reward)
-        reward_pos = xp.mean(xp.where(y > 0, reward, zero)) / p  # batch mean of r⁺
-        reward_neg = xp.mean(xp.where(y > 0, zero, reward)) / (1 - p)  # batch mean of r⁻
+        reward_sum_pos = xp.sum(xp.where(positive, reward, 0.0))
+        reward_pos = reward_sum_pos / (batch * p)  # batch mean of r⁺
+        reward_neg = (xp.sum(reward) - reward_sum_pos) / (batch * (1 - p))  # batch mean of r⁻
         # Primal ascent (steps 5-9).
         grad_w, grad_b = weighted_reward_gradient(
-            X, y, dr_ds, state.alpha, state.beta, p, xp=xp
+            X, y, dr_ds, state.alpha, state.beta, p, xp=xp, positive=positive
         )
         eta = step_size(self.step if self.step is not None else 1.0, t)
         w, b = project_ball(state.w + eta * grad_w, state.b + eta * grad_b, self.radius, xp=xp)

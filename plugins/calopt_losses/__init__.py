@@ -30,10 +30,11 @@ class Logistic(Loss):
     smooth: ClassVar[bool] = True
     calibrated: ClassVar[bool] = True
     reward: ClassVar[bool] = True
+    max_curvature: ClassVar[float | None] = 0.25
 
     def value(self, z: Array, *, xp: Any) -> Array:
         # log(1 + e^{-z}) = max(0, -z) + log1p(e^{-|z|}); the exponent is never positive.
-        return xp.clip(-z, min=0) + xp.log1p(xp.exp(-xp.abs(z)))
+        return xp.maximum(-z, 0.0) + xp.log1p(xp.exp(-xp.abs(z)))
 
     def derivative(self, z: Array, *, xp: Any) -> Array:
         # F'(z) = -sigmoid(-z); with e = e^{-|z|}, sigmoid(-z) is e/(1+e) for z ≥ 0, 1/(1+e) else.
@@ -42,9 +43,9 @@ class Logistic(Loss):
 
     def second_derivative(self, z: Array, *, xp: Any) -> Array:
         # F''(z) = sigmoid(z)·sigmoid(-z) = e/(1+e)², with e = e^{-|z|} (even in z). Rounding
-        # can exceed the exact bound F'' ≤ F''(0) = 1/4 by an ulp near 0; the clip restores it.
+        # can exceed the exact bound F'' ≤ F''(0) = 1/4 by an ulp near 0; the minimum restores it.
         e = xp.exp(-xp.abs(z))
-        return xp.clip(e / ((1 + e) * (1 + e)), max=0.25)
+        return xp.minimum(e / ((1 + e) * (1 + e)), 0.25)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,9 +58,10 @@ class CalibratedHinge(Loss):
     calibrated: ClassVar[bool] = True
     #: Negative for large margins, so 1 − F is unbounded: not a reward.
     reward: ClassVar[bool] = False
+    max_curvature: ClassVar[float | None] = 0.25
 
     def value(self, z: Array, *, xp: Any) -> Array:
-        return xp.clip(-z, min=0) - xp.log(2 + xp.abs(z))
+        return xp.maximum(-z, 0.0) - xp.log(2 + xp.abs(z))
 
     def derivative(self, z: Array, *, xp: Any) -> Array:
         # -1/(2+z) for z ≥ 0 and -1 + 1/(2-z) for z < 0; both are -1/2 at 0.
@@ -82,6 +84,7 @@ class Squared(Loss):
     calibrated: ClassVar[bool] = True
     #: Increasing for z > 1, so not a reward.
     reward: ClassVar[bool] = False
+    max_curvature: ClassVar[float | None] = 2.0
 
     def value(self, z: Array, *, xp: Any) -> Array:
         residual = 1 - z
@@ -108,11 +111,13 @@ class Exponential(Loss):
     smooth: ClassVar[bool] = True
     calibrated: ClassVar[bool] = True
     reward: ClassVar[bool] = True
+    #: F''(z) = e^{-z} is unbounded: no smoothness constant (gradient descent refuses it).
+    max_curvature: ClassVar[float | None] = None
 
     @staticmethod
     def _clipped_exp(z: Array, *, xp: Any) -> Array:
         largest_exponent = math.floor(math.log(xp.finfo(z.dtype).max))
-        return xp.exp(xp.clip(-z, max=largest_exponent))
+        return xp.exp(xp.minimum(-z, float(largest_exponent)))
 
     def value(self, z: Array, *, xp: Any) -> Array:
         return self._clipped_exp(z, xp=xp)
@@ -133,17 +138,26 @@ class Hinge(Loss):
     smooth: ClassVar[bool] = False
     calibrated: ClassVar[bool] = True
     reward: ClassVar[bool] = True
+    #: Not differentiable at z = 1: no smoothness constant (use the subgradient method).
+    max_curvature: ClassVar[float | None] = None
 
     def value(self, z: Array, *, xp: Any) -> Array:
-        return xp.clip(1 - z, min=0)
+        return xp.maximum(1 - z, 0.0)
 
     def derivative(self, z: Array, *, xp: Any) -> Array:
         # The subgradient -1[z < 1] of the spec: 0 at the kink z = 1 (the right derivative).
-        return xp.where(z < 1, -xp.ones_like(z), xp.zeros_like(z))
+        return xp.astype(z >= 1, z.dtype) - 1
 
     def second_derivative(self, z: Array, *, xp: Any) -> Array:
         # 0 wherever it is defined (everywhere but z = 1, where 0 is returned too).
         return xp.zeros_like(z)
+
+    # The rewards in one operation each: the solvers call them on every mini-batch.
+    def reward_value(self, z: Array, *, xp: Any) -> Array:
+        return xp.minimum(z, 1.0)
+
+    def reward_derivative(self, z: Array, *, xp: Any) -> Array:
+        return xp.astype(z < 1, z.dtype)
 
 
 @hookimpl

@@ -1,0 +1,171 @@
+"""``calopt.aggregate``: combine trained models by mirror descent with averaging (paper 001).
+
+The base predictors are the decision functions of saved binary models,
+``h_i(x) = (x·w_i + b_i)/s_i``, each divided by a fixed scale ``s_i`` (its largest
+absolute score on the aggregation data) so that all lie in [−1, 1] and are comparable.
+The weights θ ≥ 0 with Σθ = λ (``radius``) are learnt by the registered
+``mirror-descent`` algorithm with ``signed=False`` (the models are already oriented),
+run by the one training loop over the matrix of base predictions. Each base predictor
+is linear, so the aggregate Σθ_i h_i(x) is linear too: the result is an ordinary
+:class:`~calopt.model.LinearModel` with ``coef = Σθ_i w_i/s_i`` and
+``intercept = Σθ_i b_i/s_i − threshold``, the threshold tuned for the measure on the
+aggregation data as :func:`calopt.fit` does.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from calopt.algorithms import Problem
+from calopt.backends import get_backend, to_numpy
+from calopt.errors import DataError, ModelFileError, ParameterError
+from calopt.model import LinearModel
+from calopt.solve import ArrayReader, EpochRecord, run
+
+__all__ = ["BATCH_SIZE", "aggregate", "load_models"]
+
+Models = Mapping[str, LinearModel] | Sequence[LinearModel | str | os.PathLike]
+#: Default mini-batch size. An update costs O(batch·M) with M the (few) models, and the
+#: Theorem's rate is in the number of updates. On a9a (G-mean, λ = 100, 10 passes, seeds
+#: 0-2) the aggregate's test value was 0.0015-0.0035 below the best single model with
+#: batches of 32, 0.0037-0.0058 with n/100 = 325, and 0.0002-0.0026 pointwise (30× slower).
+BATCH_SIZE = 32
+
+
+def load_models(models: Models) -> dict[str, LinearModel]:
+    """The models by name (a file's path, or ``models[i]`` for an object), checked to agree.
+
+    Paths are read with :meth:`LinearModel.load`. All models must have the same number
+    of features and the same classes; a mismatch is a one-line ModelFileError naming
+    the model.
+    """
+    if isinstance(models, Mapping):
+        named = dict(models)
+    else:
+        named = {}
+        for i, item in enumerate(models):
+            if isinstance(item, LinearModel):
+                named[f"models[{i}]"] = item
+            else:
+                named[str(item)] = LinearModel.load(item)
+    if len(named) < 2:
+        raise ParameterError(f"aggregate needs at least 2 models, got {len(named)}")
+    (first_name, first), *others = named.items()
+    for name, model in others:
+        if model.n_features != first.n_features:
+            raise ModelFileError(
+                f"{name}: has {model.n_features} features, {first_name} has {first.n_features}")
+        if tuple(model.classes) != tuple(first.classes):
+            raise ModelFileError(
+                f"{name}: classes {list(model.classes)} differ from {first_name}'s {list(first.classes)}")
+    return named
+
+
+def aggregate(
+    models: Models,
+    X: Any,
+    y: Any,
+    *,
+    radius: float,
+    measure: Any = None,
+    loss: Any = "logistic",
+    epochs: int = 10,
+    batch_size: int | None = None,
+    seed: int = 0,
+    beta0: float | None = None,
+    tune_threshold: bool = True,
+) -> LinearModel:
+    """The ℓ1-constrained combination (Σθ = ``radius``, θ ≥ 0) of ``models`` learnt on (X, y).
+
+    ``models`` are model files, LinearModel objects, or a mapping name → model, with
+    the same features and classes. ``measure`` (default: the models' common measure)
+    tunes the threshold of the result; ``loss`` is the convex φ of
+    Q(θ, (x, y)) = φ(y·θᵀH(x)). ``beta0`` overrides the Theorem's temperature scale;
+    ``batch_size`` defaults to :data:`BATCH_SIZE`.
+    The result's ``options["aggregate"]`` records the models, their scales and θ̂.
+    """
+    from calopt import __version__, get_algorithm, get_loss, get_measure
+    from calopt.data import encode_like
+    from calopt.fit import best_threshold
+
+    named = load_models(models)
+    names, bases = list(named), list(named.values())
+    if measure is None:
+        measures = {model.measure for model in bases}
+        if len(measures) != 1:
+            raise ParameterError(
+                f"the models were trained for different measures ({', '.join(sorted(measures))}); "
+                "give the measure to aggregate for")
+        measure = measures.pop()
+    measure, loss = get_measure(measure), get_loss(loss)
+    if not (isinstance(epochs, int) and epochs >= 1):
+        raise ParameterError(f"epochs must be a whole number ≥ 1, got {epochs!r}")
+    if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
+        raise ParameterError(f"batch size must be a whole number ≥ 1, got {batch_size!r}")
+    if X.shape[1] != bases[0].n_features:
+        raise DataError(f"X has {X.shape[1]} features, the models have {bases[0].n_features}")
+    y_pm = encode_like(to_numpy(y), bases[0].classes, source="aggregation labels")
+    if X.shape[0] != y_pm.shape[0]:
+        raise ParameterError(f"X has {X.shape[0]} rows but y has {y_pm.shape[0]} labels")
+    if not (0 < np.sum(y_pm > 0) < y_pm.size):
+        raise DataError("the aggregation data need both classes")
+
+    started = time.perf_counter()
+    scores = np.column_stack([to_numpy(model.decision_function(X)).astype(np.float64)
+                              for model in bases])
+    scales = np.max(np.abs(scores), axis=0)
+    scales[~(scales > 0) | ~np.isfinite(scales)] = 1.0
+    predictions = scores / scales  # H(x), every column in [−1, 1]
+
+    backend = get_backend("numpy")
+    xp = backend.xp
+    algorithm = get_algorithm("mirror-descent", radius=radius, beta0=beta0, signed=False)
+    n = int(y_pm.size)
+    problem = Problem(xp, backend.dtype, backend.device, n, len(bases), float(np.mean(y_pm > 0)),
+                      measure, loss, batch_size or BATCH_SIZE)
+    algorithm.check_problem(problem)
+    H, y_dev = backend.asarray(predictions), backend.asarray(y_pm)
+    record_seconds = 0.0
+
+    def record(info: EpochRecord) -> dict[str, float]:
+        nonlocal record_seconds
+        begun = time.perf_counter()
+        theta, _ = info.weights
+        row = {"loss": float(xp.mean(loss.value(y_dev * (H @ theta), xp=xp)))}
+        record_seconds += time.perf_counter() - begun
+        return row
+
+    result = run(algorithm, problem, ArrayReader(H, y_dev, xp, backend.device),
+                 epochs=epochs, seed=seed, record=record)
+    theta = to_numpy(algorithm.weights(result.state)[0]).astype(np.float64)
+    threshold = 0.0
+    if tune_threshold:
+        threshold, _ = best_threshold(predictions @ theta, y_pm, measure)
+    weights = theta / scales
+    coef = sum(weight * model.coef for weight, model in zip(weights, bases))
+    intercept = float(sum(weight * model.intercept for weight, model in zip(weights, bases)))
+    fit_seconds = time.perf_counter() - started - record_seconds
+    return LinearModel(
+        coef=np.asarray(coef, dtype=np.float64),
+        intercept=intercept - threshold,
+        classes=tuple(bases[0].classes),
+        measure=measure.spec,
+        algorithm=algorithm.spec,
+        loss=loss.spec,
+        threshold=threshold,
+        options={"epochs": result.epochs, "batch_size": problem.batch_size, "seed": seed,
+                 "backend": backend.name, "dtype": backend.dtype_name,
+                 "tune_threshold": tune_threshold, "algorithm_params": algorithm.params,
+                 "aggregate": {"models": names, "scales": scales.tolist(), "theta": theta.tolist(),
+                               "base_algorithms": [model.algorithm for model in bases]}},
+        history=result.history,
+        fit_seconds=fit_seconds,
+        status=result.status,
+        message=result.message,
+        version=__version__,
+    )

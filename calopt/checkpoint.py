@@ -1,0 +1,280 @@
+"""Checkpoints: everything needed to resume an interrupted training run exactly.
+
+A checkpoint holds the algorithm's state (a NamedTuple of arrays and plain numbers,
+copied to host NumPy arrays), the algorithm with the step its trial chose, the loop's
+position (epochs done, batches done in the next one, the shuffling generator's state
+at the start of that epoch), the history so far, the fit options and a fingerprint of
+the training data. Resuming regenerates the epoch's permutation from the saved
+generator state and skips the batches done, so the final model is the one an
+uninterrupted run with the same seed gives.
+
+Like a model file (:mod:`calopt.model`) it is an ``.npz`` of plain arrays plus a JSON
+document, written atomically, checksummed and read with ``allow_pickle=False``. The
+state's NamedTuple type comes from the algorithm (its ``init``), never from the file,
+so loading a checkpoint imports and executes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import array_api_compat
+import numpy as np
+
+from calopt.backends import Backend, is_sparse, to_numpy
+from calopt.errors import ModelFileError, ParameterError
+from calopt.model import atomic_write, read_npz, write_npz
+
+__all__ = ["FORMAT_VERSION", "Checkpoint", "data_fingerprint"]
+
+FORMAT = "calopt-checkpoint"
+FORMAT_VERSION = 1
+#: Rows of the training data hashed into its fingerprint (evenly spaced).
+_FINGERPRINT_ROWS = 1000
+
+
+# -- the state tree: NamedTuples of arrays and plain values <-> JSON + named arrays ---------
+def _encode(value: Any, arrays: dict[str, np.ndarray], key: str) -> Any:
+    """``value`` as JSON, with its arrays moved to host copies in ``arrays`` under ``key…``."""
+    if value is None:
+        return {"none": None}
+    if isinstance(value, (bool, np.bool_)):
+        return {"bool": bool(value)}
+    if isinstance(value, (int, np.integer)):
+        return {"int": int(value)}
+    if isinstance(value, float):  # np.float64 too
+        return {"float": float(value).hex()}  # exact, inf and nan included
+    if isinstance(value, str):
+        return {"str": value}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return {"fields": list(value._fields),
+                "values": [_encode(v, arrays, f"{key}.{i}") for i, v in enumerate(value)]}
+    if isinstance(value, (tuple, list)):
+        kind = "tuple" if isinstance(value, tuple) else "list"
+        return {kind: [_encode(v, arrays, f"{key}.{i}") for i, v in enumerate(value)]}
+    if isinstance(value, (np.ndarray, np.generic)) or array_api_compat.is_array_api_obj(value):
+        host = np.array(to_numpy(value), copy=True)
+        if host.dtype.hasobject:
+            raise ParameterError(f"cannot checkpoint state field {key}: an object array")
+        arrays[key] = host
+        return {"array": key}
+    raise ParameterError(f"cannot checkpoint state field {key}: a {type(value).__name__}")
+
+
+def _decode(tree: Any, template: Any, arrays: dict[str, np.ndarray], backend: Backend, where: str) -> Any:
+    """The value ``tree`` encodes, arrays on ``backend``, NamedTuple types from ``template``."""
+    if not isinstance(tree, dict) or len(tree) not in (1, 2):
+        raise ModelFileError(f"{where}: malformed state entry {tree!r:.60}")
+    if "array" in tree:
+        host = arrays.get(tree["array"]) if isinstance(tree["array"], str) else None
+        if host is None:
+            raise ModelFileError(f"{where}: state array {tree['array']!r} is missing")
+        xp = backend.xp
+        dtype = getattr(xp, host.dtype.name, None) if host.dtype.kind in "biuf" else None
+        if dtype is None:
+            raise ModelFileError(f"{where}: state array {tree['array']!r} has dtype {host.dtype}")
+        return backend.asarray(host, dtype=dtype)
+    if "fields" in tree:
+        fields, values = tree["fields"], tree.get("values")
+        expected = getattr(template, "_fields", None)
+        if expected is None or list(expected) != fields or not isinstance(values, list) \
+                or len(values) != len(fields):
+            raise ModelFileError(
+                f"{where}: the saved state has fields ({', '.join(map(str, fields))}), the "
+                f"algorithm's has ({', '.join(expected or ())}); it was written by another version"
+            )
+        return type(template)(*(_decode(v, getattr(template, f), arrays, backend, where)
+                                for f, v in zip(fields, values)))
+    (kind, value), = tree.items()
+    if kind in ("tuple", "list") and isinstance(value, list):
+        same = isinstance(template, (tuple, list)) and len(template) == len(value)
+        items = [_decode(v, template[i] if same else None, arrays, backend, where)
+                 for i, v in enumerate(value)]
+        return tuple(items) if kind == "tuple" else items
+    try:
+        return {"none": lambda v: None, "bool": bool, "int": int, "str": str,
+                "float": float.fromhex}[kind](value)
+    except (KeyError, TypeError, ValueError):
+        raise ModelFileError(f"{where}: malformed state entry {tree!r:.60}") from None
+
+
+def _checksum(arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> str:
+    digest = hashlib.sha256()
+    for key in sorted(arrays):
+        value = np.ascontiguousarray(arrays[key])
+        digest.update(f"{key}:{value.dtype.str}:{value.shape}".encode())
+        digest.update(value.tobytes())
+    digest.update(json.dumps(metadata, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def data_fingerprint(X: Any, y: np.ndarray, backend: Backend, scale: np.ndarray | None = None) -> dict[str, Any]:
+    """Shape and a SHA-256 of evenly spaced rows of ``X``, all labels ``y`` and the scaling.
+
+    Cheap for any size (at most 1000 rows leave the device) and enough to tell a
+    different training file from the one a checkpoint was written for.
+    """
+    n, d = int(X.shape[0]), int(X.shape[1])
+    rows = np.unique(np.linspace(0, max(n - 1, 0), num=min(n, _FINGERPRINT_ROWS)).astype(np.intp))
+    if is_sparse(X):
+        sample = np.asarray(X[rows].toarray())
+    else:
+        sample = to_numpy(backend.xp.take(X, backend.xp.asarray(rows, device=backend.device), axis=0))
+    digest = hashlib.sha256()
+    digest.update(np.ascontiguousarray(sample, dtype=np.float64).tobytes())
+    digest.update(np.ascontiguousarray(y, dtype=np.float64).tobytes())
+    if scale is not None:
+        digest.update(np.ascontiguousarray(scale, dtype=np.float64).tobytes())
+    return {"shape": [n, d], "sha256": digest.hexdigest()}
+
+
+@dataclass
+class Checkpoint:
+    """A training run stopped after a batch (or an epoch), on the host, ready to save or resume.
+
+    Build one with :meth:`capture` from the loop's position; ``calopt.fit(...,
+    resume=checkpoint_or_path)`` continues it.
+    """
+
+    algorithm: str  #: the algorithm's name
+    algorithm_params: dict[str, Any]  #: its parameters, the step chosen by the trial included
+    state: Any  #: the encoded state tree (see :func:`_encode`)
+    epochs: int  #: epochs completed
+    batch: int  #: batches done in epoch ``epochs + 1``
+    rng_state: dict | None  #: the shuffling generator's state at the start of that epoch
+    history: list[dict[str, Any]]
+    seconds: float  #: training time so far
+    options: dict[str, Any]  #: the fit options a resumed run must repeat
+    fingerprint: dict[str, Any]  #: of the training data (:func:`data_fingerprint`)
+    epoch_start_state: Any = None  #: encoded state at the start of the epoch (mid-epoch only)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    version: str = ""
+    source: str = "checkpoint"  #: where it was read from, for messages
+
+    @classmethod
+    def capture(cls, position: Any, algorithm: Any, *, options: dict[str, Any],
+                fingerprint: dict[str, Any]) -> Checkpoint:
+        """Copy a loop position (a :class:`calopt.solve.LoopResult`) to the host."""
+        from calopt import __version__
+
+        arrays: dict[str, np.ndarray] = {}
+        state = _encode(position.state, arrays, "state")
+        start = None
+        if position.batch and position.epoch_start_state is not None:
+            start = _encode(position.epoch_start_state, arrays, "start")
+        return cls(algorithm.name, dict(algorithm.params), state, int(position.epochs),
+                   int(position.batch), position.rng_state, list(position.history),
+                   float(position.seconds), options, fingerprint, start, arrays, __version__)
+
+    # -- resuming -------------------------------------------------------------------
+    def make_algorithm(self) -> Any:
+        """The algorithm, with the parameters (and step) of the interrupted run."""
+        from calopt import registry
+
+        return registry.get("algorithm", self.algorithm, **self.algorithm_params)
+
+    def check(self, options: dict[str, Any], fingerprint: dict[str, Any]) -> None:
+        """Refuse to resume with other data or options (one-line ParameterError naming them)."""
+        for key in sorted(set(self.options) | set(options)):
+            saved, now = self.options.get(key), options.get(key)
+            if saved != now:
+                raise ParameterError(
+                    f"{self.source}: written with {key} {saved!r}, this run has {now!r}; "
+                    f"resume with the options of the interrupted run"
+                )
+        if fingerprint != self.fingerprint:
+            shape = "×".join(map(str, self.fingerprint.get("shape", ())))
+            raise ParameterError(
+                f"{self.source}: the training data differ from those of the interrupted run "
+                f"({shape} values, sha256 {str(self.fingerprint.get('sha256'))[:12]}…)"
+            )
+
+    def position(self, template: Any, backend: Backend) -> Any:
+        """The loop position to pass as ``run(..., resume=...)``, arrays on ``backend``.
+
+        ``template`` is a fresh ``algorithm.init(problem)``: it gives the NamedTuple
+        types, and a field mismatch is a clear error rather than a wrong resume.
+        """
+        from calopt.solve import INTERRUPTED, LoopResult
+
+        state = _decode(self.state, template, self.arrays, backend, self.source)
+        start = None if self.epoch_start_state is None else _decode(
+            self.epoch_start_state, template, self.arrays, backend, self.source)
+        return LoopResult(state, self.epochs, self.seconds, INTERRUPTED, "resumed",
+                          [dict(row) for row in self.history], self.batch, self.rng_state, start)
+
+    def describe(self) -> str:
+        """Where the run stopped, in words: ``epoch 3, after batch 17``."""
+        if self.batch:
+            return f"epoch {self.epochs + 1}, after batch {self.batch}"
+        return f"the end of epoch {self.epochs}"
+
+    # -- files ----------------------------------------------------------------------
+    def _metadata(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "calopt_version": self.version,
+            "algorithm": {"name": self.algorithm, "params": self.algorithm_params},
+            "state": self.state,
+            "epoch_start_state": self.epoch_start_state,
+            "epochs": self.epochs,
+            "batch": self.batch,
+            "rng_state": self.rng_state,
+            "history": self.history,
+            "seconds": self.seconds,
+            "options": self.options,
+            "fingerprint": self.fingerprint,
+        }
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the checkpoint to ``path`` atomically (``.npz``, no pickle)."""
+        metadata = self._metadata()
+        metadata["sha256"] = _checksum(self.arrays, metadata)
+        blob = np.frombuffer(json.dumps(metadata).encode(), dtype=np.uint8)
+        atomic_write(path, lambda handle: write_npz(handle, {"metadata": blob, **self.arrays}))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Checkpoint:
+        """Read a checkpoint written by :meth:`save`; any problem is a one-line ModelFileError."""
+        path = Path(path)
+        arrays = read_npz(path, "checkpoint file")
+        try:
+            metadata = json.loads(arrays.pop("metadata").tobytes().decode())
+        except (KeyError, AttributeError, UnicodeDecodeError, json.JSONDecodeError):
+            raise ModelFileError(f"{path}: not a calopt checkpoint (no readable metadata)") from None
+        kind = metadata.get("format") if isinstance(metadata, dict) else None
+        if kind != FORMAT:
+            what = " (it is a calopt model file)" if kind == "calopt-linear-model" else ""
+            raise ModelFileError(f"{path}: not a calopt checkpoint{what}")
+        version = metadata.get("format_version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise ModelFileError(f"{path}: checkpoint format version {version} is newer than this "
+                                 f"calopt understands ({FORMAT_VERSION}); upgrade calopt")
+        expected = metadata.pop("sha256", None)
+        if expected != _checksum(arrays, metadata):
+            raise ModelFileError(f"{path}: checksum mismatch: the checkpoint file is corrupt")
+        try:
+            return cls(
+                algorithm=str(metadata["algorithm"]["name"]),
+                algorithm_params=dict(metadata["algorithm"]["params"]),
+                state=metadata["state"],
+                epochs=int(metadata["epochs"]),
+                batch=int(metadata["batch"]),
+                rng_state=metadata["rng_state"],
+                history=list(metadata["history"]),
+                seconds=float(metadata["seconds"]),
+                options=dict(metadata["options"]),
+                fingerprint=dict(metadata["fingerprint"]),
+                epoch_start_state=metadata["epoch_start_state"],
+                arrays=arrays,
+                version=str(metadata["calopt_version"]),
+                source=str(path),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"{path}: incomplete checkpoint metadata ({exc})") from None

@@ -1,0 +1,360 @@
+"""Multiclass classification one-vs-rest: ``fit_multiclass`` and :class:`MulticlassModel`.
+
+An algorithm that declares ``multiclass`` (SLND, paper 000) trains the C one-vs-rest
+classifiers together in one run of the training loop; any other registered binary
+algorithm trains them one at a time through :func:`calopt.fit` (class c against the
+rest). The model predicts ``argmax_c (x·coef_c + intercept_c)`` and is evaluated by
+top-k accuracy and by the one-vs-rest values of any binary measure per class (class c
+against the rest, on the predicted classes) with their macro average.
+
+Model files use the format of :mod:`calopt.model` (an ``.npz`` of float64 arrays and a
+checksummed JSON document, no pickle, atomic writes) under their own format string;
+:func:`calopt.model.load_model` reads either kind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import array_api_compat.numpy as npx
+import numpy as np
+
+from calopt.algorithms import Problem
+from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
+from calopt.errors import DataError, ModelFileError, ParameterError
+from calopt.model import _checksum, atomic_write, read_npz, write_npz
+from calopt.solve import EpochRecord, run
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "MulticlassModel", "fit_multiclass", "label_text"]
+
+Array = Any
+FORMAT = "calopt-multiclass-model"
+FORMAT_VERSION = 1
+#: Timings stay in memory, out of the file (equal models give equal bytes, as in calopt.model).
+_TIMINGS = ("fit_seconds", "seconds")
+
+
+def label_text(value: Any) -> str:
+    """A class label as users write it: ``7`` for 7.0, ``A`` for 'A' (also the JSON keys)."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _plain(value: Any) -> Any:
+    """A label as a JSON value (NumPy scalars become Python ones)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def _encode(labels: Any, classes: tuple[Any, ...], source: str) -> np.ndarray:
+    """Codes 0..C-1 of ``labels`` among ``classes``; an unknown label is a DataError."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise DataError(f"{source}: labels must be 1-D, not of shape {labels.shape}")
+    codes = np.full(labels.shape[0], -1, dtype=np.int64)
+    for code, label in enumerate(classes):  # == matches 7 and 7.0; a str never equals a number
+        match = np.asarray(labels == label, dtype=bool)
+        if match.shape == codes.shape:
+            codes[match] = code
+    unknown = np.flatnonzero(codes < 0)
+    if unknown.size:
+        shown = ", ".join(label_text(c) for c in classes[:8]) + (", …" if len(classes) > 8 else "")
+        raise DataError(f"{source}: row {int(unknown[0]) + 1}: label {label_text(labels[unknown[0]])} "
+                        f"is not one of the model's classes ({shown})")
+    return codes
+
+
+def _resolve(X: Any, backend: str | None, dtype: str | None, device: Any) -> Backend:
+    """The backend as calopt.fit resolves it (X's own unless named)."""
+    if backend is None:
+        return backend_of(X, dtype=dtype)
+    return get_backend(backend, dtype=dtype or ("float32" if backend == "cupy" else "float64"), device=device)
+
+
+@dataclass
+class MulticlassModel:
+    """A one-vs-rest linear classifier: class ``argmax_c (X @ coef + intercept)[:, c]``.
+
+    ``coef`` (d, C) is in the original feature space (the max-abs scaling of training
+    is folded in; ``scale`` keeps it for reference); ``classes`` are the original
+    labels, in the order of the columns.
+    """
+
+    coef: np.ndarray
+    intercept: np.ndarray
+    classes: tuple[Any, ...]
+    #: The binary measure that evaluate reports per class by default.
+    measure: str = "f1"
+    algorithm: str = ""
+    loss: str = ""
+    scale: np.ndarray | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    history: list[dict[str, float]] = field(default_factory=list)
+    fit_seconds: float = 0.0
+    status: int = 0
+    message: str = ""
+    version: str = ""
+
+    @property
+    def n_features(self) -> int:
+        return int(self.coef.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.coef.shape[1])
+
+    # -- prediction ---------------------------------------------------------------------
+    def decision_function(self, X: Any) -> Any:
+        """Scores (n, C) ``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse)."""
+        if X.shape[1] != self.n_features:
+            raise DataError(f"X has {X.shape[1]} features, the model has {self.n_features}")
+        if is_sparse(X):
+            return np.asarray(X @ self.coef + self.intercept)
+        backend = backend_of(X)
+        if not backend.xp.isdtype(X.dtype, "real floating"):
+            X = backend.asarray(X)
+        return X @ backend.asarray(self.coef) + backend.asarray(self.intercept)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The predicted classes (original labels) as a host NumPy array."""
+        codes = np.argmax(to_numpy(self.decision_function(X)), axis=1)
+        return np.asarray(self.classes)[codes]
+
+    def _ranked(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Codes of y, host scores (n, C), and how many classes score above each row's own."""
+        codes = _encode(to_numpy(y), self.classes, "labels")
+        scores = np.asarray(to_numpy(self.decision_function(X)), dtype=np.float64)
+        if scores.shape[0] != codes.size:
+            raise DataError(f"X has {scores.shape[0]} rows but y has {codes.size} labels")
+        own = scores[np.arange(codes.size), codes]
+        return codes, scores, np.sum(scores > own[:, None], axis=1)
+
+    def top_k_accuracy(self, X: Any, y: Any, k: int = 1) -> float:
+        """Fraction of rows whose class is among the k best-scored (ties count in its favour)."""
+        if not (isinstance(k, int) and k >= 1):
+            raise ParameterError(f"k must be a whole number ≥ 1, got {k!r}")
+        _, _, above = self._ranked(X, y)
+        return float(np.mean(above < k)) if above.size else 0.0
+
+    def evaluate(self, X: Any, y: Any, measures: Any = None, *, top: tuple[int, ...] = (1, 5)) -> dict[str, Any]:
+        """Top-k accuracies, and for each binary measure its per-class value and macro average.
+
+        A class's value is the measure of "predicted c" against "is c" over all rows
+        (one-vs-rest on the argmax predictions); ``per_class`` is keyed by
+        :func:`label_text` of the class. Returns ``{"n_samples", "top1", "top5", ...,
+        "measures": [{"measure", "per_class", "macro"}]}``.
+        """
+        from calopt import get_measure
+
+        codes, scores, above = self._ranked(X, y)
+        result: dict[str, Any] = {"n_samples": int(codes.size)}
+        for k in top:
+            result[f"top{k}"] = float(np.mean(above < k)) if codes.size else 0.0
+        columns = np.arange(self.n_classes)
+        actual = codes[:, None] == columns  # (n, C) one-vs-rest truth
+        predicted = np.argmax(scores, axis=1)[:, None] == columns
+        tp = np.sum(actual & predicted, axis=0, dtype=np.float64)
+        fp = np.sum(~actual & predicted, axis=0, dtype=np.float64)
+        fn = np.sum(actual & ~predicted, axis=0, dtype=np.float64)
+        tn = codes.size - tp - fp - fn
+        result["measures"] = []
+        for measure in (get_measure(spec) for spec in (measures or [self.measure])):
+            values = np.asarray(measure.from_counts(tp, fp, tn, fn, xp=npx), dtype=np.float64)
+            result["measures"].append({
+                "measure": measure.spec,
+                "per_class": {label_text(c): float(v) for c, v in zip(self.classes, values)},
+                "macro": float(np.mean(values)),
+            })
+        return result
+
+    # -- files --------------------------------------------------------------------------
+    def _metadata(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "calopt_version": self.version,
+            "classes": [_plain(c) for c in self.classes],
+            "measure": self.measure,
+            "algorithm": self.algorithm,
+            "loss": self.loss,
+            "options": self.options,
+            "history": [{k: v for k, v in row.items() if k not in _TIMINGS} for row in self.history],
+            "status": self.status,
+            "message": self.message,
+        }
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        arrays = {"coef": np.asarray(self.coef, dtype=np.float64),
+                  "intercept": np.asarray(self.intercept, dtype=np.float64)}
+        if self.scale is not None:
+            arrays["scale"] = np.asarray(self.scale, dtype=np.float64)
+        return arrays
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model to ``path`` atomically (an ``.npz`` archive, no pickle)."""
+        arrays, metadata = self._arrays(), self._metadata()
+        metadata["sha256"] = _checksum(arrays, metadata)
+        blob = np.frombuffer(json.dumps(metadata).encode(), dtype=np.uint8)
+        atomic_write(path, lambda handle: write_npz(handle, {"metadata": blob, **arrays}))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> MulticlassModel:
+        """Read a model written by :meth:`save`; any problem is a one-line ModelFileError."""
+        path = Path(path)
+        arrays = read_npz(path, "model file")
+        if "metadata" not in arrays:
+            raise ModelFileError(f"{path}: not a calopt model file (no metadata)")
+        try:
+            metadata = json.loads(arrays.pop("metadata").tobytes().decode())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ModelFileError(f"{path}: corrupt model metadata ({exc})") from None
+        if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+            raise ModelFileError(f"{path}: not a calopt multiclass model file")
+        version = metadata.get("format_version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise ModelFileError(f"{path}: model format version {version} is newer than this calopt "
+                                 f"understands ({FORMAT_VERSION}); upgrade calopt")
+        expected = metadata.pop("sha256", None)
+        if expected != _checksum(arrays, metadata):
+            raise ModelFileError(f"{path}: checksum mismatch: the model file is corrupt")
+        if not {"coef", "intercept"} <= arrays.keys():
+            raise ModelFileError(f"{path}: incomplete model file (no coef/intercept arrays)")
+        try:
+            model = cls(
+                coef=arrays["coef"], intercept=arrays["intercept"], classes=tuple(metadata["classes"]),
+                measure=metadata["measure"], algorithm=metadata["algorithm"], loss=metadata["loss"],
+                scale=arrays.get("scale"), options=metadata["options"], history=metadata["history"],
+                status=int(metadata["status"]), message=metadata["message"],
+                version=metadata["calopt_version"],
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"{path}: incomplete model metadata ({exc})") from None
+        if model.coef.ndim != 2 or model.intercept.shape != (model.n_classes,) or \
+                len(model.classes) != model.n_classes:
+            raise ModelFileError(f"{path}: inconsistent shapes (coef {model.coef.shape}, "
+                                 f"intercept {model.intercept.shape}, {len(model.classes)} classes)")
+        return model
+
+
+def fit_multiclass(
+    X: Any,
+    y: Any,
+    *,
+    algorithm: Any = "slnd",
+    loss: Any = None,
+    measure: Any = "f1",
+    backend: str | None = None,
+    dtype: str | None = None,
+    device: Any = None,
+    epochs: int = 10,
+    batch_size: int | None = None,
+    seed: int = 0,
+    scale: bool = True,
+    eval_set: tuple[Any, Any] | None = None,
+    callback: Callable[[EpochRecord], None] | None = None,
+) -> MulticlassModel:
+    """Train a one-vs-rest linear classifier on (X, y) with any number of classes ≥ 2.
+
+    ``algorithm`` (default SLND) trains all classes in one run when it declares
+    ``multiclass``; any other algorithm is run by :func:`calopt.fit` once per class
+    (class c as positive, with ``measure``, and without a tuned threshold: the
+    argmax compares the classes' own scores). Features are max-abs scaled as in
+    calopt.fit. ``eval_set=(X_test, y_test)`` adds the test top-1 accuracy (multiclass
+    algorithms) or the macro test measure (one class at a time) to each history row.
+    ``callback`` runs after each epoch (of each class, one class at a time).
+    """
+    from calopt import __version__, fit, get_algorithm, get_loss, get_measure
+    from calopt.data import encode_multiclass
+    from calopt.fit import _Data, default_batch_size
+
+    labels = to_numpy(y)
+    codes, classes = encode_multiclass(labels)
+    if classes.size < 2:
+        raise DataError(f"training labels: only one class ({label_text(classes[0])}); need two or more")
+    if X.shape[0] != codes.size:
+        raise ParameterError(f"X has {X.shape[0]} rows but y has {codes.size} labels")
+    if not (isinstance(epochs, int) and epochs >= 1):
+        raise ParameterError(f"epochs must be a whole number ≥ 1, got {epochs!r}")
+    measure = get_measure(measure)
+    algorithm = get_algorithm(algorithm)
+    loss = get_loss(loss or algorithm.default_loss or ("hinge" if algorithm.needs_reward else "logistic"))
+    classes = tuple(_plain(c) for c in classes)
+    C = len(classes)
+    started = time.perf_counter()
+
+    eval_codes = None if eval_set is None else _encode(to_numpy(eval_set[1]), classes, "evaluation labels")
+    if not algorithm.multiclass:
+        models = [
+            fit(X, np.where(codes == c, 1.0, -1.0), measure=measure, algorithm=algorithm, loss=loss,
+                backend=backend, dtype=dtype, device=device, epochs=epochs, batch_size=batch_size,
+                seed=seed, scale=scale, tune_threshold=False, positive=1.0, callback=callback,
+                eval_set=None if eval_set is None else (eval_set[0], np.where(eval_codes == c, 1.0, -1.0)))
+            for c in range(C)
+        ]
+        history = [
+            {"epoch": rows[0]["epoch"], "seconds": sum(r["seconds"] for r in rows),
+             **{key: float(np.mean([r[key] for r in rows])) for key in ("train", "test") if key in rows[0]}}
+            for rows in zip(*(m.history for m in models))
+        ]
+        first = models[0]
+        return MulticlassModel(
+            coef=np.stack([m.coef for m in models], axis=1),
+            intercept=np.array([m.intercept for m in models]),
+            classes=classes, measure=measure.spec, algorithm=algorithm.spec, loss=loss.spec,
+            scale=first.scale, options={**first.options, "one_vs_rest": "per class"},
+            history=history, fit_seconds=time.perf_counter() - started,
+            status=min(m.status for m in models), message="; ".join(dict.fromkeys(m.message for m in models)),
+            version=__version__,
+        )
+
+    resolved = _resolve(X, backend, dtype, device)
+    xp = resolved.xp
+    members = codes[None, :] == np.arange(C)[:, None]
+    data = _Data(X, np.where(members, 1.0, -1.0), resolved, scale)
+    problem = Problem(xp, resolved.dtype, resolved.device, int(codes.size), int(data.X.shape[1]),
+                      1.0 / C, measure, loss, batch_size or default_batch_size(int(codes.size)),
+                      epochs, n_classes=C)
+    algorithm.check_problem(problem)
+    reader = algorithm.prepare(problem, data.X, data.y, seed=seed)
+    train_codes = xp.asarray(codes, device=resolved.device)
+    evaluation = None
+    if eval_set is not None:
+        eval_data = _Data(eval_set[0], eval_codes, resolved, scale=data.scale)
+        evaluation = (eval_data.X, xp.asarray(eval_codes, device=resolved.device))
+    record_seconds = 0.0
+
+    def top1(w: Array, b: Array, X_part: Any, codes_part: Array) -> float:
+        hits = xp.argmax(X_part @ w + b, axis=1) == codes_part
+        return float(xp.mean(xp.astype(hits, resolved.dtype)))
+
+    def record(info: EpochRecord) -> dict[str, float]:
+        nonlocal record_seconds
+        begun = time.perf_counter()
+        w, b = info.weights
+        row = {"train": top1(w, b, data.X, train_codes)}
+        if evaluation is not None:
+            row["test"] = top1(w, b, *evaluation)
+        record_seconds += time.perf_counter() - begun
+        return row
+
+    result = run(algorithm, problem, reader, epochs=epochs, seed=seed, record=record, callback=callback)
+    w, b = algorithm.weights(result.state)
+    return MulticlassModel(
+        coef=to_numpy(w).astype(np.float64) / data.scale[:, None],
+        intercept=to_numpy(b).astype(np.float64),
+        classes=classes, measure=measure.spec, algorithm=algorithm.spec, loss=loss.spec,
+        scale=data.scale,
+        options={"epochs": result.epochs, "batch_size": problem.batch_size, "seed": seed,
+                 "backend": resolved.name, "dtype": resolved.dtype_name, "scale": scale,
+                 "algorithm_params": algorithm.params,
+                 "rank": getattr(reader, "rank", None), "sample": getattr(reader, "sample", None)},
+        history=result.history,
+        fit_seconds=time.perf_counter() - started - record_seconds,
+        status=result.status, message=result.message, version=__version__,
+    )

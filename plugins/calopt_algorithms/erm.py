@@ -1,0 +1,299 @@
+"""First-order ERM: gradient descent, SGD and the subgradient method (paper 003).
+
+All three minimise the regularised empirical risk of a margin loss F,
+
+    f(w, b) = (1/m)·Σ F(y_i·(wᵀx_i + b)) + λ‖w‖²    (the intercept b is not regularised),
+
+and know nothing of the measure: it enters only through the threshold that
+:func:`calopt.fit` tunes afterwards. The full-batch methods (``gd``, ``subgradient``)
+never ask the reader for all the data: ``update`` accumulates the exact loss and
+gradient at the current iterate over the epoch's mini-batches and ``end_epoch`` takes
+the one step of the epoch, so data larger than memory work as well as arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, ClassVar, NamedTuple
+
+from calopt.algorithms import Algorithm, Problem, step_size
+from calopt.backends import is_sparse
+from calopt.errors import ParameterError
+
+Array = Any
+
+
+def _loss_gradient(w: Array, b: Array, X: Array, y: Array, problem: Problem,
+                   value: bool = True) -> tuple[Array | None, Array, Array]:
+    """Batch sums of F(z), of ∇_w F(z) = F'(z)·y·x and of ∂_b F(z) = F'(z)·y, z = y·(Xw + b).
+
+    The loss sum is None when ``value`` is False (SGD needs only the gradient).
+    """
+    xp, loss = problem.xp, problem.loss
+    margins = y * (X @ w + b)
+    coef = loss.derivative(margins, xp=xp) * y
+    loss_sum = xp.sum(loss.value(margins, xp=xp)) if value else None
+    return loss_sum, X.T @ coef, xp.sum(coef)
+
+
+def _gram_sums(X: Array, problem: Problem) -> tuple[Array, Array]:
+    """(XᵀX, Xᵀ1) of a batch, dense (a scipy.sparse batch gives a small dense d×d)."""
+    xp = problem.xp
+    ones = xp.ones((X.shape[0],), dtype=problem.dtype, device=problem.device)
+    if is_sparse(X):
+        return xp.asarray((X.T @ X).toarray(), dtype=problem.dtype), xp.asarray(X.T @ ones)
+    return X.T @ X, X.T @ ones
+
+
+def smoothness_constant(gram: Array, column_sums: Array, count: int, curvature: float,
+                        l2: float, *, xp: Any) -> float:
+    """M = sup F'' · λ_max((1/m)·Σ x̃x̃ᵀ) + 2λ with x̃ = (x, 1) (paper 003, "Smoothness").
+
+    The Hessian of f in (w, b) is (1/m)·Σ F''(z_i)·x̃_i x̃_iᵀ + 2λ·diag(1, …, 1, 0), at most
+    this M times the identity (squared loss: 2‖C_S‖ + 2λ; logistic: ‖C_S‖/4 + 2λ).
+    """
+    column = xp.reshape(column_sums, (-1, 1))
+    corner = xp.full_like(gram[:1, :1], float(count))
+    top = xp.concat([gram, column], axis=1)
+    bottom = xp.concat([xp.reshape(column_sums, (1, -1)), corner], axis=1)
+    second_moment = xp.concat([top, bottom], axis=0) / count
+    return curvature * float(xp.max(xp.linalg.eigvalsh(second_moment))) + 2 * l2
+
+
+@dataclasses.dataclass(frozen=True)
+class _Erm(Algorithm):
+    family: ClassVar[str] = "any"
+    needs_reward: ClassVar[bool] = False
+    default_loss: ClassVar[str | None] = "logistic"
+
+    #: L2 regularisation λ of (1/m)·Σ F(y·s) + λ‖w‖² (the intercept is not regularised).
+    l2: float = 1e-6
+
+    def check_params(self) -> None:
+        self.require(isinstance(self.l2, (int, float)) and math.isfinite(self.l2) and self.l2 >= 0,
+                     f"l2 must be a finite number ≥ 0, got {self.l2!r}")
+
+
+class SgdState(NamedTuple):
+    t: int  #: updates done
+    w: Array
+    b: Array
+    w_avg: Array  #: running mean of the iterates w_1..w_t
+    b_avg: Array
+
+
+@dataclasses.dataclass(frozen=True)
+class Sgd(_Erm):
+    """Mini-batch SGD on (1/m)·Σ F(y·s) + λ‖w‖² with steps η₀/√t, averaged (paper 003).
+
+    Step t (t ≥ 1) moves (w, b) against the batch mean of ∇F plus 2λw with
+    η_t = η₀/√t, the decay of the papers' stochastic solvers (a 1/(λt) schedule would
+    stall for the tiny λ used here). With ``average`` the model is the mean of the
+    iterates w_1..w_t (Polyak-Ruppert), which removes most of the noise of the last
+    iterate. Batch size 1 is the pointwise update exactly.
+    """
+
+    name: ClassVar[str] = "sgd"
+    #: Candidates tried on held-out data when ``step`` is left unset (see calopt.fit).
+    step_candidates: ClassVar[tuple[float, ...]] = (0.1, 1.0, 10.0)
+
+    #: Step scale η₀ (η_t = η₀/√t); unset: chosen on held-out data.
+    step: float | None = None
+    #: Output the mean of the iterates rather than the last one.
+    average: bool = True
+
+    def check_params(self) -> None:
+        super().check_params()
+        if self.step is not None:
+            self.require_positive("step")
+
+    def init(self, problem: Problem) -> SgdState:
+        w, b = problem.zeros(problem.n_features), problem.scalar(0.0)
+        return SgdState(0, w, b, w, b)
+
+    def update(self, state: SgdState, X: Array, y: Array, problem: Problem) -> SgdState:
+        t = state.t + 1
+        _, grad_w, grad_b = _loss_gradient(state.w, state.b, X, y, problem, value=False)
+        batch = y.shape[0]
+        eta = step_size(self.step if self.step is not None else 1.0, t)
+        w = state.w - eta * (grad_w / batch + 2 * self.l2 * state.w)
+        b = state.b - eta * (grad_b / batch)
+        return SgdState(t, w, b, state.w_avg + (w - state.w_avg) / t,
+                        state.b_avg + (b - state.b_avg) / t)
+
+    def weights(self, state: SgdState) -> tuple[Array, Array]:
+        return (state.w_avg, state.b_avg) if self.average else (state.w, state.b)
+
+
+class GdState(NamedTuple):
+    k: int  #: gradient steps taken
+    w: Array
+    b: Array
+    loss_sum: Array  #: Σ F(z) at (w, b) over the batches of the current epoch
+    grad_w_sum: Array  #: Σ F'(z)·y·x at (w, b)
+    grad_b_sum: Array  #: Σ F'(z)·y
+    seen: int  #: points accumulated in the current epoch
+    gram: Array | None  #: Σ xxᵀ over the first epoch (None once M is known)
+    column_sums: Array | None  #: Σ x over the first epoch
+    smoothness: float | None  #: M, from the first epoch's data
+    objective: Array  #: f(w_k, b_k) of the iterate the last step started from
+    gradient_norm: Array  #: ‖∇f(w_k, b_k)‖ of that iterate
+
+
+@dataclasses.dataclass(frozen=True)
+class GradientDescent(_Erm):
+    """Full-batch gradient descent with step 1/M, M the smoothness constant of the data (paper 003).
+
+    One step per epoch: ``update`` accumulates the exact loss and gradient at the current
+    iterate over the epoch's batches, ``end_epoch`` steps. M = sup F''·λ_max(C) + 2λ,
+    C the uncentred second moment of x̃ = (x, 1), is computed from the first epoch's
+    Gram matrix (d+1)×(d+1). With step 1/M the objective never increases (the descent
+    lemma) and f(w_K) − f* ≤ M‖w_0 − w*‖²/(2K) (paper 003, "GD Rates"). Needs a loss
+    with bounded curvature (logistic, squared, calibrated hinge); use ``subgradient``
+    for hinge.
+    """
+
+    name: ClassVar[str] = "gd"
+
+    #: Stop when ‖∇f‖ at the iterate of an epoch is at most this (0: run every epoch).
+    tol: float = 0.0
+
+    def check_params(self) -> None:
+        super().check_params()
+        self.require(isinstance(self.tol, (int, float)) and self.tol >= 0,
+                     f"tol must be ≥ 0, got {self.tol!r}")
+
+    def check_problem(self, problem: Problem) -> None:
+        super().check_problem(problem)
+        if getattr(problem.loss, "max_curvature", None) is None:
+            raise ParameterError(
+                f"algorithm 'gd' needs a loss with bounded curvature F'' (logistic, squared, "
+                f"calibrated-hinge); {problem.loss.name!r} has none: use 'subgradient' for it"
+            )
+
+    def init(self, problem: Problem) -> GdState:
+        d = problem.n_features
+        w, zero, nan = problem.zeros(d), problem.scalar(0.0), problem.scalar(math.nan)
+        return GdState(0, w, zero, zero, w, zero, 0, problem.zeros(d, d), w, None, nan, nan)
+
+    def update(self, state: GdState, X: Array, y: Array, problem: Problem) -> GdState:
+        loss_sum, grad_w, grad_b = _loss_gradient(state.w, state.b, X, y, problem)
+        gram, column_sums = state.gram, state.column_sums
+        if state.smoothness is None:
+            batch_gram, batch_sums = _gram_sums(X, problem)
+            gram, column_sums = gram + batch_gram, column_sums + batch_sums
+        return state._replace(loss_sum=state.loss_sum + loss_sum,
+                              grad_w_sum=state.grad_w_sum + grad_w,
+                              grad_b_sum=state.grad_b_sum + grad_b,
+                              seen=state.seen + y.shape[0], gram=gram, column_sums=column_sums)
+
+    def end_epoch(self, state: GdState, X: Array, y: Array, problem: Problem) -> GdState:
+        xp, m = problem.xp, state.seen
+        smoothness, gram, column_sums = state.smoothness, state.gram, state.column_sums
+        if smoothness is None:
+            smoothness = smoothness_constant(gram, column_sums, m, problem.loss.max_curvature,
+                                             self.l2, xp=xp)
+            gram = column_sums = None
+        grad_w = state.grad_w_sum / m + 2 * self.l2 * state.w
+        grad_b = state.grad_b_sum / m
+        objective = state.loss_sum / m + self.l2 * xp.sum(state.w * state.w)
+        zero = problem.scalar(0.0)
+        return GdState(
+            state.k + 1, state.w - grad_w / smoothness, state.b - grad_b / smoothness,
+            zero, xp.zeros_like(state.w), zero, 0, gram, column_sums, smoothness, objective,
+            xp.sqrt(xp.sum(grad_w * grad_w) + grad_b * grad_b),
+        )
+
+    def converged(self, state: GdState) -> bool:
+        return self.tol > 0 and float(state.gradient_norm) <= self.tol
+
+    def describe_state(self, state: GdState) -> dict[str, Array]:
+        return {"objective": state.objective, "gradient_norm": state.gradient_norm,
+                "smoothness": state.smoothness}
+
+
+class SubgradientState(NamedTuple):
+    k: int  #: subgradient steps taken
+    budget: int  #: K, the number of steps the step size was set for
+    w: Array
+    b: Array
+    loss_sum: Array  #: Σ F(z) at (w, b) over the batches of the current epoch
+    grad_w_sum: Array  #: Σ g(z)·y·x at (w, b), g a subgradient of F
+    grad_b_sum: Array
+    seen: int
+    objective: Array  #: f of the iterate the last step started from
+    best_objective: Array  #: the smallest f seen so far
+    w_best: Array  #: the iterate that reached it
+    b_best: Array
+
+
+@dataclasses.dataclass(frozen=True)
+class Subgradient(_Erm):
+    """Full-batch subgradient method with steps η/√K, returning the best iterate (paper 003).
+
+    Epoch k accumulates the objective f(w_k) and a subgradient g_k at the current
+    iterate over the batches and then steps w_{k+1} = w_k − (η/√K)·g_k. The model is the
+    best iterate by objective among those scored, w_0..w_{K−1}: scoring an iterate costs
+    no extra pass because its objective comes with its subgradient, so the iterate after
+    the last step is never scored (with K = 1 the model is w_0 = 0). f(w_best) − f* ≤ (‖w_0 − w*‖² + L²η²)/(2η√K)
+    (paper 003, "Implications for the Sub-gradient Method"). Works for any loss; meant
+    for hinge.
+    """
+
+    name: ClassVar[str] = "subgradient"
+    default_loss: ClassVar[str | None] = "hinge"
+
+    #: η of the constant step η/√K (the paper: η = 1).
+    step: float = 1.0
+    #: K, the number of steps (epochs); unset: the epochs of the run. The run stops after K.
+    iterations: int | None = None
+
+    def check_params(self) -> None:
+        super().check_params()
+        self.require_positive("step")
+        if self.iterations is not None:
+            self.require(isinstance(self.iterations, int) and self.iterations >= 1,
+                         f"iterations must be a whole number ≥ 1, got {self.iterations!r}")
+
+    def init(self, problem: Problem) -> SubgradientState:
+        budget = self.iterations or problem.epochs
+        if budget is None:
+            raise ParameterError("algorithm 'subgradient' needs its number of steps K: "
+                                 "set iterations=K or give the problem its epochs")
+        w, zero = problem.zeros(problem.n_features), problem.scalar(0.0)
+        inf = problem.scalar(math.inf)
+        return SubgradientState(0, budget, w, zero, zero, w, zero, 0, inf, inf, w, zero)
+
+    def update(self, state: SubgradientState, X: Array, y: Array,
+               problem: Problem) -> SubgradientState:
+        loss_sum, grad_w, grad_b = _loss_gradient(state.w, state.b, X, y, problem)
+        return state._replace(loss_sum=state.loss_sum + loss_sum,
+                              grad_w_sum=state.grad_w_sum + grad_w,
+                              grad_b_sum=state.grad_b_sum + grad_b, seen=state.seen + y.shape[0])
+
+    def end_epoch(self, state: SubgradientState, X: Array, y: Array,
+                  problem: Problem) -> SubgradientState:
+        xp, m = problem.xp, state.seen
+        objective = state.loss_sum / m + self.l2 * xp.sum(state.w * state.w)
+        better = objective < state.best_objective  # stays on the device: no sync
+        eta = self.step / math.sqrt(state.budget)
+        grad_w = state.grad_w_sum / m + 2 * self.l2 * state.w
+        grad_b = state.grad_b_sum / m
+        zero = problem.scalar(0.0)
+        return SubgradientState(
+            state.k + 1, state.budget, state.w - eta * grad_w, state.b - eta * grad_b,
+            zero, xp.zeros_like(state.w), zero, 0, objective,
+            xp.where(better, objective, state.best_objective),
+            xp.where(better, state.w, state.w_best), xp.where(better, state.b, state.b_best),
+        )
+
+    def converged(self, state: SubgradientState) -> bool:
+        """The K steps the step size was set for are done."""
+        return state.k >= state.budget
+
+    def weights(self, state: SubgradientState) -> tuple[Array, Array]:
+        return state.w_best, state.b_best
+
+    def describe_state(self, state: SubgradientState) -> dict[str, Array]:
+        return {"objective": state.objective, "best_objective": state.best_objective}

@@ -1,0 +1,328 @@
+"""Mirror descent with averaging (paper 001) and ``calopt aggregate``.
+
+The reference below is written from the paper with its own loss derivatives, its own
+bound L and scipy's softmax, looping over the points of each batch one at a time; with
+batch size 1 it is the paper's pointwise algorithm (eqs. 9-11).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse
+from scipy.special import expit, softmax
+from sklearn.datasets import dump_svmlight_file
+from sklearn.metrics import f1_score
+from typer.testing import CliRunner
+
+import calopt
+from calopt import datasets
+from calopt.aggregate import aggregate
+from calopt.algorithms import Problem
+from calopt.errors import CaloptError, ModelFileError, ParameterError
+from calopt.model import LinearModel
+from calopt.solve import ArrayReader, run
+from calopt_cli.app import app
+
+# φ'(z) of the losses, written independently of plugins/calopt_losses.
+DERIVATIVE = {
+    "logistic": lambda z: -expit(-z),
+    "hinge": lambda z: -1.0 if z < 1 else 0.0,
+    "exponential": lambda z: -math.exp(-z),
+    "squared": lambda z: 2 * (z - 1),
+}
+
+
+def _dataset(n=40, d=3, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d)) * scale
+    y = np.where(X[:, 0] - 0.5 * X[:, 1] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    return X, y
+
+
+def _problem(X, y, loss="logistic", batch_size=1, backend="numpy"):
+    b = calopt.get_backend(backend)
+    return Problem(b.xp, b.dtype, b.device, X.shape[0], X.shape[1], float(np.mean(y > 0)),
+                   calopt.get_measure("f1"), calopt.get_loss(loss), batch_size)
+
+
+def _batches(n, batch_size, epochs, seed):
+    rng = np.random.default_rng(seed)  # the loop's shuffling: one permutation per epoch
+    out = []
+    for _ in range(epochs):
+        order = rng.permutation(n)
+        out += [order[i:i + batch_size] for i in range(0, n, batch_size)]
+    return out
+
+
+def mirror_reference(X, y, batches, *, radius, loss="logistic", signed=True, beta0=None):
+    """Paper 001, eqs. 9-11, one point at a time inside each batch. Returns (θ̂, θ_t)."""
+    n = X.shape[0]
+    H = np.hstack([X, -X, np.ones((n, 1)), -np.ones((n, 1))]) if signed else X
+    M = H.shape[1]
+    dphi = DERIVATIVE[loss]
+    zeta, theta, theta_sum = np.zeros(M), np.full(M, radius / M), np.zeros(M)
+    bound = 1.0
+    for t, batch in enumerate(batches, start=1):
+        u = np.zeros(M)
+        for i in batch:
+            u += dphi(y[i] * (theta @ H[i])) * y[i] * H[i]
+        zeta = zeta + u / len(batch)  # γ_i = 1
+        bound = max(bound, float(np.abs(X[batch]).max()))  # K: sup |h(x)| so far
+        lipschitz = bound * max(abs(dphi(-bound * radius)), abs(dphi(bound * radius)))
+        beta = (beta0 if beta0 is not None else lipschitz / math.sqrt(math.log(M))) * math.sqrt(t + 1)
+        theta_sum += theta  # θ_{t−1} enters the average
+        theta = radius * softmax(-zeta / beta)
+    return theta_sum / len(batches), theta
+
+
+def _signed_weights(theta, d):
+    return theta[:d] - theta[d:2 * d], theta[2 * d] - theta[2 * d + 1]
+
+
+# -- the algorithm ---------------------------------------------------------------------
+def test_mirror_descent_is_registered_with_the_documented_parameters():
+    algorithm = calopt.get_algorithm("mirror-descent:radius=3,beta0=0.5")
+    assert (algorithm.radius, algorithm.beta0, algorithm.signed) == (3.0, 0.5, True)
+    assert algorithm.needs_reward is False and algorithm.family == "any"
+    for bad in ("mirror-descent:radius=0", "mirror-descent:radius=-1", "mirror-descent:beta0=0"):
+        with pytest.raises(ParameterError, match="must be a finite number > 0"):
+            calopt.get_algorithm(bad)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge", "exponential"])
+def test_batch_one_is_the_pointwise_algorithm(loss, backend):
+    X, y = _dataset()
+    algorithm = calopt.get_algorithm("mirror-descent", radius=2.0)
+    problem = _problem(X, y, loss, backend=backend.name.split(":")[0])
+    result = run(algorithm, problem, ArrayReader(backend.asarray(X), backend.asarray(y), backend.xp),
+                 epochs=3, seed=5)
+    theta_avg, theta = mirror_reference(X, y, _batches(40, 1, 3, 5), radius=2.0, loss=loss)
+    np.testing.assert_allclose(backend.to_numpy(result.state.theta_avg), theta_avg, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(backend.to_numpy(result.state.theta), theta, rtol=1e-10, atol=1e-13)
+    w, b = algorithm.weights(result.state)
+    w_ref, b_ref = _signed_weights(theta_avg, 3)
+    np.testing.assert_allclose(backend.to_numpy(w), w_ref, rtol=1e-10, atol=1e-13)
+    assert float(backend.to_numpy(b)) == pytest.approx(b_ref, rel=1e-10, abs=1e-13)
+
+
+@pytest.mark.parametrize("signed, beta0, scale", [(True, None, 3.0), (False, None, 1.0), (True, 0.7, 1.0)])
+def test_minibatch_is_the_mean_of_pointwise_gradients(signed, beta0, scale):
+    """Batch 7 (the last batch of each epoch shorter); data beyond [−1, 1] raise K."""
+    X, y = _dataset(n=40, d=3, seed=1, scale=scale)
+    algorithm = calopt.get_algorithm("mirror-descent", radius=1.5, signed=signed, beta0=beta0)
+    problem = _problem(X, y, batch_size=7)
+    result = run(algorithm, problem, ArrayReader(X, y, problem.xp), epochs=2, seed=2)
+    theta_avg, _ = mirror_reference(X, y, _batches(40, 7, 2, 2), radius=1.5, signed=signed, beta0=beta0)
+    np.testing.assert_allclose(result.state.theta_avg, theta_avg, rtol=1e-10, atol=1e-13)
+    assert float(result.state.bound) == pytest.approx(max(1.0, np.abs(X).max()))
+
+
+def test_sparse_data_give_the_dense_result():
+    X, y = _dataset(n=50, d=4, seed=2)
+    X[np.abs(X) < 0.5] = 0.0
+    algorithm = calopt.get_algorithm("mirror-descent", radius=3.0)
+    problem = _problem(X, y, batch_size=8)
+    dense = run(algorithm, problem, ArrayReader(X, y, problem.xp), epochs=2, seed=0)
+    sparse = run(algorithm, problem, ArrayReader(scipy.sparse.csr_matrix(X), y, problem.xp), epochs=2, seed=0)
+    np.testing.assert_allclose(sparse.state.theta_avg, dense.state.theta_avg, rtol=1e-12)
+
+
+@pytest.mark.parametrize("beta0", [None, 1e-9])
+def test_theta_stays_on_the_scaled_simplex(beta0):
+    """Every iterate and the average: θ ≥ 0, Σθ = λ; a tiny temperature (logits ~1e9) stays finite."""
+    X, y = _dataset(n=60, d=5, seed=3, scale=50.0)
+    radius = 7.0
+    algorithm = calopt.get_algorithm("mirror-descent", radius=radius, beta0=beta0)
+    problem = _problem(X, y, loss="exponential" if beta0 is None else "logistic", batch_size=4)
+    state = algorithm.init(problem)
+    np.testing.assert_allclose(state.theta, radius / 12)  # θ₀ = λ/M
+    for X_batch, y_batch in ArrayReader(X, y, problem.xp).epoch(4, np.random.default_rng(0)):
+        state = algorithm.update(state, X_batch, y_batch, problem)
+        for theta in (state.theta, state.theta_avg):
+            assert np.all(np.isfinite(theta)) and np.all(theta >= 0)
+            assert float(np.sum(theta)) == pytest.approx(radius, rel=1e-12)
+    w, b = algorithm.weights(state)
+    assert float(np.sum(np.abs(w)) + abs(b)) <= radius * (1 + 1e-12)
+    if beta0 is not None:  # near-zero temperature: θ_t is a vertex of the simplex
+        assert float(np.max(state.theta)) == pytest.approx(radius)
+
+
+def _exact_risk(w, b, radius):
+    """A(θ) for the signal problem: x₁ = y, x₂..x₄ and y independent Rademacher signs."""
+    noise = np.append(w[1:], b)
+    patterns = np.array(list(itertools.product((-1.0, 1.0), repeat=noise.size)))
+    return float(np.mean(np.logaddexp(0.0, -(w[0] + patterns @ noise))))
+
+
+def test_excess_risk_is_within_the_theorem_bound_and_shrinks():
+    """Paper 001, Theorem: E A(θ̂_t) − min A ≤ 2·L·λ·√(ln M)·√(t+1)/t.
+
+    Column 1 is the label itself and the others are independent signs, so by Jensen
+    A(θ) ≥ φ(w₁) ≥ φ(λ) for logistic φ: min A = φ(λ), at θ = λ·e₁. A(θ̂) is computed
+    exactly over the 16 sign patterns; E is the mean over 30 independent samples.
+    """
+    radius, d, replications = 2.0, 4, 30
+    m = 2 * d + 2
+    lipschitz = 1.0 * expit(radius)  # K = 1, |φ'(−λ)| = 1/(1 + e^{−λ})
+    best = float(np.logaddexp(0.0, -radius))
+    algorithm = calopt.get_algorithm("mirror-descent", radius=radius)
+    gaps = []
+    for t in (16, 128, 1024):
+        excess = []
+        for seed in range(replications):
+            rng = np.random.default_rng(1000 * t + seed)
+            X = rng.choice([-1.0, 1.0], size=(t, d))
+            y = X[:, 0].copy()
+            problem = _problem(X, y)
+            result = run(algorithm, problem, ArrayReader(X, y, problem.xp), epochs=1, seed=seed)
+            assert result.state.t == t
+            w, b = algorithm.weights(result.state)
+            excess.append(_exact_risk(np.asarray(w), float(b), radius) - best)
+        gap = float(np.mean(excess))
+        bound = 2 * lipschitz * radius * math.sqrt(math.log(m)) * math.sqrt(t + 1) / t
+        assert 0 <= gap <= bound, (t, gap, bound)
+        gaps.append(gap)
+    assert gaps[0] > gaps[1] > gaps[2]
+
+
+def test_fit_with_mirror_descent_gives_an_l1_bounded_model():
+    X, y = _dataset(n=400, d=6, seed=4, scale=5.0)
+    model = calopt.fit(X, y, measure="f1", algorithm="mirror-descent:radius=4", epochs=3)
+    assert model.loss == "logistic"
+    w_scaled = model.coef * model.scale  # back in the max-abs scaled space it was trained in
+    assert np.sum(np.abs(w_scaled)) + abs(model.intercept + model.threshold) <= 4 * (1 + 1e-9)
+    assert model.score(X, y) > 0.8
+
+
+# -- aggregation ----------------------------------------------------------------------
+def _models(d=5, seed=0):
+    """Three oriented linear models on the same features: a good one, a weak one, noise."""
+    rng = np.random.default_rng(seed)
+    truth = np.array([1.0, -2.0, 0.5, 0.0, 1.0])[:d]
+    make = lambda coef, b: LinearModel(coef=np.asarray(coef, float), intercept=b, measure="fbeta")
+    return [make(truth, 0.3), make(truth + rng.normal(size=d) * 1.5, -0.2), make(rng.normal(size=d), 1.0)], truth
+
+
+def _data(truth, n=400, seed=1):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, truth.size))
+    y = np.where(X @ truth + 0.5 * rng.normal(size=n) > 0.5, 1.0, -1.0)
+    return X, y
+
+
+def test_aggregate_is_the_theta_weighted_linear_model():
+    models, truth = _models()
+    X, y = _data(truth)
+    model = aggregate(models, X, y, radius=5.0, epochs=3, batch_size=16, seed=0)
+    info = model.options["aggregate"]
+    theta, scales = np.array(info["theta"]), np.array(info["scales"])
+    assert info["models"] == ["models[0]", "models[1]", "models[2]"]
+    assert np.all(theta >= 0) and theta.sum() == pytest.approx(5.0)
+    assert int(np.argmax(theta)) == 0  # the true model gets the most weight
+    base_scores = np.column_stack([X @ m.coef + m.intercept for m in models])
+    np.testing.assert_allclose(scales, np.abs(base_scores).max(axis=0))
+    np.testing.assert_allclose(model.coef, sum(t * m.coef / s for t, m, s in zip(theta, models, scales)))
+    combined = (base_scores / scales) @ theta
+    np.testing.assert_allclose(model.decision_function(X), combined - model.threshold, atol=1e-12)
+    # The threshold is the best cut of the combined scores for F1 (brute force with sklearn).
+    cuts = np.sort(np.unique(combined))
+    best = max(f1_score(y, np.where(combined > c, 1.0, -1.0)) for c in (cuts[:-1] + cuts[1:]) / 2)
+    assert model.score(X, y) == pytest.approx(best)
+    assert model.algorithm.startswith("mirror-descent") and "signed=False" in model.algorithm
+    assert [row["epoch"] for row in model.history] == [1, 2, 3]
+
+
+def test_aggregate_theta_is_the_mirror_descent_of_the_scaled_scores():
+    models, truth = _models()
+    X, y = _data(truth, n=100)
+    model = aggregate(models, X, y, radius=3.0, epochs=2, batch_size=10, seed=4)
+    H = np.column_stack([X @ m.coef + m.intercept for m in models])
+    H /= np.abs(H).max(axis=0)
+    theta_avg, _ = mirror_reference(H, y, _batches(100, 10, 2, 4), radius=3.0, signed=False)
+    np.testing.assert_allclose(model.options["aggregate"]["theta"], theta_avg, rtol=1e-10)
+
+
+def test_aggregate_refuses_mismatched_models():
+    models, truth = _models()
+    X, y = _data(truth, n=50)
+    wide = LinearModel(coef=np.ones(6), intercept=0.0, measure="fbeta")
+    with pytest.raises(ModelFileError, match=r"models\[1\]: has 6 features, models\[0\] has 5"):
+        aggregate([models[0], wide], X, y, radius=1.0)
+    other_classes = LinearModel(coef=np.ones(5), intercept=0.0, classes=(0, 1), measure="fbeta")
+    with pytest.raises(ModelFileError, match="classes"):
+        aggregate([models[0], other_classes], X, y, radius=1.0)
+    with pytest.raises(ParameterError, match="at least 2 models"):
+        aggregate(models[:1], X, y, radius=1.0)
+    gmean = LinearModel(coef=np.ones(5), intercept=0.0, measure="gmean")
+    with pytest.raises(ParameterError, match="different measures"):
+        aggregate([models[0], gmean], X, y, radius=1.0)
+    assert aggregate([models[0], gmean], X, y, radius=1.0, measure="gmean", epochs=1).measure == "gmean"
+    with pytest.raises(CaloptError, match="X has 4 features"):
+        aggregate(models, X[:, :4], y, radius=1.0)
+
+
+# -- the command ----------------------------------------------------------------------
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Two F1 models trained on a slice of the embedded a9a, the next slice as aggregation data."""
+    folder = tmp_path_factory.mktemp("aggregate")
+    data = datasets.load("a9a")
+    X, labels = data.X[:3000], data.labels[:3000]
+    paths = []
+    for name in ("stamp", "plugin"):
+        model = calopt.fit(X, labels, measure="f1", algorithm=name, epochs=2)
+        model.save(folder / f"{name}.npz")
+        paths.append(folder / f"{name}.npz")
+    dump_svmlight_file(data.X[3000:5000], data.labels[3000:5000], str(folder / "agg.svm"))
+    narrow = calopt.fit(np.random.default_rng(0).normal(size=(50, 4)), np.tile([1, -1], 25), epochs=1)
+    narrow.save(folder / "narrow.npz")
+    return folder, paths
+
+
+def test_cli_aggregates_two_models(saved, tmp_path):
+    folder, paths = saved
+    out = tmp_path / "agg.npz"
+    result = runner.invoke(app, ["aggregate", *map(str, paths), "--data", str(folder / "agg.svm"),
+                                 "--test", "a9a", "--lambda", "5", "--model-out", str(out),
+                                 "--epochs", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [row["model"] for row in report["models"]] == [str(p) for p in paths]
+    assert sum(row["theta"] for row in report["models"]) == pytest.approx(5.0)
+    model = LinearModel.load(out)
+    test = datasets.load("a9a", "test")
+    assert report["aggregate"]["test"] == pytest.approx(model.score(test.X, test.labels))
+    base = [LinearModel.load(p) for p in paths]
+    np.testing.assert_allclose(
+        model.coef, sum(row["theta"] * m.coef / row["scale"] for row, m in zip(report["models"], base)))
+    assert model.options["aggregate"]["models"] == [str(p) for p in paths]
+    table = runner.invoke(app, ["aggregate", *map(str, paths), "--data", "a9a", "--lambda", "5",
+                                "--model-out", str(tmp_path / "agg2.npz"), "--epochs", "1"])
+    assert table.exit_code == 0, table.output
+    assert "aggregate" in table.stdout and "a9a:train" in table.stdout
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "missing.npz: no such model file"),
+    ("narrow", "narrow.npz: has 4 features"),
+    ("lambda", "--lambda must be a finite number > 0"),
+    ("one", "at least 2 models"),
+])
+def test_cli_bad_inputs_are_one_line_and_write_nothing(saved, tmp_path, case, message):
+    folder, paths = saved
+    models = {"missing": [paths[0], folder / "missing.npz"], "narrow": [paths[0], folder / "narrow.npz"],
+              "lambda": paths, "one": paths[:1]}[case]
+    out = tmp_path / "agg.npz"
+    result = runner.invoke(app, ["aggregate", *map(str, models), "--data", str(folder / "agg.svm"),
+                                 "--lambda", "0" if case == "lambda" else "1", "--model-out", str(out)])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == []

@@ -1,0 +1,213 @@
+"""Multiclass one-vs-rest: MulticlassModel against scikit-learn, model files, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from imblearn.metrics import geometric_mean_score
+from sklearn.metrics import f1_score, jaccard_score, recall_score, top_k_accuracy_score
+from typer.testing import CliRunner
+
+import calopt
+from calopt.errors import DataError, ModelFileError
+from calopt.model import LinearModel, load_model
+from calopt.multiclass import MulticlassModel
+from calopt_cli.app import app
+
+runner = CliRunner()
+
+
+def _blobs(n=300, d=4, classes=5, *, seed=0, spread=1.5, labels=None):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(classes, d)) * 2.0
+    codes = rng.integers(0, classes, n)
+    X = centers[codes] + spread * rng.normal(size=(n, d))
+    names = np.asarray(labels) if labels is not None else np.arange(classes)
+    return X, names[codes]
+
+
+def _random_model(d=4, classes=("a", "b", "c", "d", "e"), seed=1):
+    rng = np.random.default_rng(seed)
+    return MulticlassModel(coef=rng.normal(size=(d, len(classes))), intercept=rng.normal(size=len(classes)),
+                           classes=tuple(classes), measure="f1", algorithm="slnd", loss="calibrated-hinge",
+                           scale=np.ones(d), options={"epochs": 3, "rank": 2},
+                           history=[{"epoch": 1, "seconds": 0.5, "train": 0.4}], fit_seconds=0.5)
+
+
+# -- accuracy and measures against scikit-learn --------------------------------------------
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_top_k_accuracy_matches_sklearn(k):
+    model = _random_model()
+    X, y = _blobs(400, 4, 5, seed=2, labels=list("abcde"))
+    expected = top_k_accuracy_score(y, np.asarray(model.decision_function(X)), k=k, labels=list("abcde"))
+    assert model.top_k_accuracy(X, y, k) == pytest.approx(expected)
+    assert model.evaluate(X, y, top=(k,))[f"top{k}"] == pytest.approx(expected)
+
+
+def test_per_class_measures_match_sklearn_on_the_binarised_predictions():
+    X, y = _blobs(500, 4, 5, seed=3)
+    model = calopt.fit_multiclass(X, y, epochs=3)
+    predicted = model.predict(X)
+    result = model.evaluate(X, y, ["f1", "jaccard", "gmean", "min"])
+    references = {
+        "fbeta": lambda t, p: f1_score(t, p, zero_division=0),
+        "jaccard": lambda t, p: jaccard_score(t, p, zero_division=0),
+        "gmean": geometric_mean_score,
+        "min": lambda t, p: min(recall_score(t, p), recall_score(~t, ~p)),
+    }
+    assert [entry["measure"] for entry in result["measures"]] == ["fbeta", "jaccard", "gmean", "min"]
+    for entry in result["measures"]:
+        expected = {str(c): references[entry["measure"]](y == c, predicted == c) for c in range(5)}
+        assert entry["per_class"] == pytest.approx(expected)
+        assert entry["macro"] == pytest.approx(np.mean(list(expected.values())))
+    assert result["top1"] == pytest.approx(np.mean(predicted == y))
+
+
+def test_a_class_never_predicted_scores_zero_like_sklearn():
+    model = _random_model(classes=("a", "b", "c"))
+    model.intercept = np.array([50.0, 0.0, -50.0])  # always "a"
+    X, y = _blobs(60, 4, 3, seed=4, labels=["a", "b", "c"])
+    per_class = model.evaluate(X, y)["measures"][0]["per_class"]
+    assert per_class["c"] == 0.0 == f1_score(y == "c", model.predict(X) == "c", zero_division=0)
+
+
+def test_unknown_labels_are_a_one_line_error():
+    model = _random_model(classes=("a", "b", "c"))
+    X, _ = _blobs(3, 4, 3)
+    with pytest.raises(DataError, match="row 3: label z is not one of the model's classes"):
+        model.evaluate(X, np.array(["a", "b", "z"]))
+
+
+# -- training ---------------------------------------------------------------------------------
+
+
+def test_fit_multiclass_keeps_the_original_labels_and_the_feature_space():
+    X, y = _blobs(400, 3, 4, seed=5, spread=1.0, labels=["cat", "dog", "emu", "yak"])
+    X = X * np.array([1.0, 100.0, 0.01])  # scaling is folded into coef
+    model = calopt.fit_multiclass(X, y, epochs=5)
+    assert model.classes == ("cat", "dog", "emu", "yak")
+    assert set(model.predict(X)) <= set(model.classes)
+    assert model.coef.shape == (3, 4) and model.intercept.shape == (4,)
+    scores = X @ model.coef + model.intercept
+    np.testing.assert_array_equal(model.predict(X), np.asarray(model.classes)[scores.argmax(axis=1)])
+    assert model.top_k_accuracy(X, y) > 0.8
+
+
+def test_other_algorithms_train_one_class_at_a_time_through_fit():
+    X, y = _blobs(240, 3, 3, seed=6)
+    model = calopt.fit_multiclass(X, y, algorithm="plugin", measure="f1", epochs=2)
+    for c in range(3):
+        binary = calopt.fit(X, np.where(y == c, 1.0, -1.0), algorithm="plugin", measure="f1", epochs=2,
+                            tune_threshold=False)
+        np.testing.assert_allclose(model.coef[:, c], binary.coef)
+        assert model.intercept[c] == pytest.approx(binary.intercept)
+    assert len(model.history) == 2
+
+
+def test_fit_multiclass_needs_two_classes():
+    X, _ = _blobs(20, 3, 2)
+    with pytest.raises(DataError, match="only one class"):
+        calopt.fit_multiclass(X, np.zeros(20))
+
+
+# -- model files ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("classes", [("a", "b", "c", "d", "e"), (0, 1, 2, 3, 4), (1.5, 2.0, 3.0, 7.0, 9.0)])
+def test_model_file_round_trip(tmp_path, classes):
+    model = _random_model(classes=classes)
+    path = tmp_path / "model.npz"
+    model.save(path)
+    loaded = load_model(path)
+    assert isinstance(loaded, MulticlassModel)
+    np.testing.assert_array_equal(loaded.coef, model.coef)
+    np.testing.assert_array_equal(loaded.intercept, model.intercept)
+    assert loaded.classes == model.classes
+    assert (loaded.algorithm, loaded.loss, loaded.measure, loaded.options) == (
+        model.algorithm, model.loss, model.measure, model.options)
+    assert loaded.history == [{"epoch": 1, "train": 0.4}]  # timings stay out of the file
+    X, _ = _blobs(50, 4, 5)
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    model.save(tmp_path / "again.npz")
+    assert (tmp_path / "again.npz").read_bytes() == path.read_bytes()
+
+
+def test_load_model_dispatches_on_the_format(tmp_path):
+    X, y = _blobs(100, 3, 2, seed=7)
+    binary = calopt.fit(X, y, epochs=2)
+    binary.save(tmp_path / "binary.npz")
+    _random_model().save(tmp_path / "multi.npz")
+    assert isinstance(load_model(tmp_path / "binary.npz"), LinearModel)
+    assert isinstance(load_model(tmp_path / "multi.npz"), MulticlassModel)
+    with pytest.raises(ModelFileError, match="not a calopt model file"):
+        LinearModel.load(tmp_path / "multi.npz")
+    with pytest.raises(ModelFileError, match="not a calopt multiclass model file"):
+        MulticlassModel.load(tmp_path / "binary.npz")
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(ModelFileError, match="junk.npz"):
+        load_model(tmp_path / "junk.npz")
+
+
+def test_a_tampered_model_file_is_refused(tmp_path):
+    path = tmp_path / "model.npz"
+    model = _random_model()
+    model.save(path)
+    with np.load(path) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    arrays["intercept"] = arrays["intercept"] + 1.0
+    np.savez(path, **arrays)
+    with pytest.raises(ModelFileError, match="checksum mismatch"):
+        load_model(path)
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def letters_csv(tmp_path):
+    X, y = _blobs(600, 4, 6, seed=8, spread=1.0, labels=list("ABCDEF"))
+    lines = [",".join(f"{v:.5f}" for v in row) + f",{label}" for row, label in zip(X, y)]
+    (tmp_path / "train.csv").write_text("\n".join(lines[:400]) + "\n")
+    (tmp_path / "test.csv").write_text("\n".join(lines[400:]) + "\n")
+    return tmp_path
+
+
+def test_cli_train_reports_top_k_and_per_class_measures(letters_csv):
+    out = letters_csv / "model.npz"
+    result = runner.invoke(app, ["train", str(letters_csv / "train.csv"), "--test", str(letters_csv / "test.csv"),
+                                 "--measure", "gmean", "--json", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["algorithm"] == "slnd" and report["classes"] == list("ABCDEF")
+    test = report["test"]
+    assert set(test) >= {"top1", "top5", "per_class", "macro", "measure"}
+    assert test["measure"] == "gmean" and set(test["per_class"]) == set("ABCDEF")
+    assert test["macro"] == pytest.approx(np.mean(list(test["per_class"].values())))
+    assert 0.7 < test["top1"] <= test["top5"] <= 1.0
+    assert len(report["history"]) == 10 and "test" in report["history"][-1]
+    model = load_model(out)
+    X_test = np.loadtxt(letters_csv / "test.csv", delimiter=",", usecols=range(4))
+    y_test = np.loadtxt(letters_csv / "test.csv", delimiter=",", usecols=4, dtype=str)
+    assert model.top_k_accuracy(X_test, y_test, 1) == pytest.approx(test["top1"])
+
+    evaluated = runner.invoke(app, ["evaluate", str(out), str(letters_csv / "test.csv"), "-m", "gmean", "--json"])
+    assert evaluated.exit_code == 0, evaluated.output
+    assert json.loads(evaluated.stdout)["top1"] == pytest.approx(test["top1"])
+    predicted = runner.invoke(app, ["predict", str(out), str(letters_csv / "test.csv")])
+    assert predicted.exit_code == 0 and predicted.stdout.split() == list(model.predict(X_test))
+    scores = runner.invoke(app, ["predict", str(out), str(letters_csv / "test.csv"), "--scores"])
+    assert np.loadtxt(scores.stdout.splitlines()).shape == (200, 6)
+
+
+def test_cli_train_prints_tables_and_refuses_binary_options(letters_csv):
+    train = str(letters_csv / "train.csv")
+    result = runner.invoke(app, ["train", train, "--no-progress", "--epochs", "2"])
+    assert result.exit_code == 0, result.output
+    assert "top-1" in result.stdout and "per class" in result.stdout
+    refused = runner.invoke(app, ["train", train, "--positive", "A"])
+    assert refused.exit_code == 2
+    assert "calopt: error: --positive: binary training only" in refused.stderr
