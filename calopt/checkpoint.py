@@ -28,7 +28,7 @@ import numpy as np
 
 from calopt.backends import Backend, is_sparse, to_numpy
 from calopt.errors import ModelFileError, ParameterError
-from calopt.model import atomic_write, read_npz, write_npz
+from calopt.model import load_archive, save_archive
 
 __all__ = ["FORMAT_VERSION", "Checkpoint", "data_fingerprint"]
 
@@ -234,31 +234,13 @@ class Checkpoint:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the checkpoint to ``path`` atomically (``.npz``, no pickle)."""
-        metadata = self._metadata()
-        metadata["sha256"] = _checksum(self.arrays, metadata)
-        blob = np.frombuffer(json.dumps(metadata).encode(), dtype=np.uint8)
-        atomic_write(path, lambda handle: write_npz(handle, {"metadata": blob, **self.arrays}))
+        save_archive(path, self.arrays, self._metadata(), checksum=_checksum)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Checkpoint:
         """Read a checkpoint written by :meth:`save`; any problem is a one-line ModelFileError."""
         path = Path(path)
-        arrays = read_npz(path, "checkpoint file")
-        try:
-            metadata = json.loads(arrays.pop("metadata").tobytes().decode())
-        except (KeyError, AttributeError, UnicodeDecodeError, json.JSONDecodeError):
-            raise ModelFileError(f"{path}: not a calopt checkpoint (no readable metadata)") from None
-        kind = metadata.get("format") if isinstance(metadata, dict) else None
-        if kind != FORMAT:
-            what = " (it is a calopt model file)" if kind == "calopt-linear-model" else ""
-            raise ModelFileError(f"{path}: not a calopt checkpoint{what}")
-        version = metadata.get("format_version")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
-            raise ModelFileError(f"{path}: checkpoint format version {version} is newer than this "
-                                 f"calopt understands ({FORMAT_VERSION}); upgrade calopt")
-        expected = metadata.pop("sha256", None)
-        if expected != _checksum(arrays, metadata):
-            raise ModelFileError(f"{path}: checksum mismatch: the checkpoint file is corrupt")
+        arrays, metadata = load_archive(path, format=FORMAT, version=FORMAT_VERSION, checksum=_checksum)
         try:
             return cls(
                 algorithm=str(metadata["algorithm"]["name"]),

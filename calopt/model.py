@@ -29,7 +29,8 @@ from calopt.backends import backend_of, is_sparse
 from calopt.errors import DataError, ModelFileError
 from calopt.measures import confusion_counts
 
-__all__ = ["FORMAT_VERSION", "LinearModel", "atomic_write", "load_model", "read_npz", "write_npz"]
+__all__ = ["FORMAT_VERSION", "LinearModel", "atomic_write", "load_archive", "load_model", "read_npz",
+           "save_archive", "write_npz"]
 
 FORMAT = "calopt-linear-model"
 FORMAT_VERSION = 1
@@ -104,6 +105,48 @@ def _checksum(arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> str:
         digest.update(np.ascontiguousarray(arrays[key], dtype=np.float64).tobytes())
     digest.update(json.dumps(metadata, sort_keys=True).encode())
     return digest.hexdigest()
+
+
+#: What each calopt file format is called in messages.
+_FORMAT_NAMES = {
+    "calopt-linear-model": "calopt model file",
+    "calopt-multiclass-model": "calopt multiclass model file",
+    "calopt-checkpoint": "calopt checkpoint",
+}
+
+
+def save_archive(path: str | os.PathLike, arrays: dict[str, np.ndarray], metadata: dict[str, Any],
+                 *, checksum: Callable[..., str] = _checksum) -> None:
+    """Write ``arrays`` and the JSON ``metadata`` (checksummed) atomically as a deterministic ``.npz``."""
+    metadata = {**metadata, "sha256": checksum(arrays, metadata)}
+    blob = np.frombuffer(json.dumps(metadata).encode(), dtype=np.uint8)
+    atomic_write(path, lambda handle: write_npz(handle, {"metadata": blob, **arrays}))
+
+
+def load_archive(path: str | os.PathLike, *, format: str, version: int,
+                 checksum: Callable[..., str] = _checksum) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The arrays and metadata of a file written by :func:`save_archive` in ``format``.
+
+    Every problem is a one-line ModelFileError naming the file: unreadable, not an
+    archive, no metadata, another format, a newer format version, a checksum mismatch.
+    """
+    path, what = Path(path), _FORMAT_NAMES[format].removeprefix("calopt ")
+    arrays = read_npz(path, what)
+    try:
+        metadata = json.loads(arrays.pop("metadata").tobytes().decode())
+    except (KeyError, AttributeError, UnicodeDecodeError, json.JSONDecodeError):
+        raise ModelFileError(f"{path}: not a calopt {what} (no readable metadata)") from None
+    kind = metadata.get("format") if isinstance(metadata, dict) else None
+    if kind != format:
+        other = f" (it is a {_FORMAT_NAMES[kind]})" if kind in _FORMAT_NAMES else ""
+        raise ModelFileError(f"{path}: not a calopt {what}{other}")
+    found = metadata.get("format_version")
+    if not isinstance(found, int) or found > version:
+        raise ModelFileError(f"{path}: {what} format version {found} is newer than this calopt "
+                             f"understands ({version}); upgrade calopt")
+    if metadata.pop("sha256", None) != checksum(arrays, metadata):
+        raise ModelFileError(f"{path}: checksum mismatch: the {what} is corrupt")
+    return arrays, metadata
 
 
 def _label(value: Any) -> Any:
@@ -209,33 +252,15 @@ class LinearModel:
         arrays = {"coef": np.asarray(self.coef, dtype=np.float64)}
         if self.scale is not None:
             arrays["scale"] = np.asarray(self.scale, dtype=np.float64)
-        metadata = self._metadata()
-        metadata["sha256"] = _checksum(arrays, metadata)
-        blob = np.frombuffer(json.dumps(metadata).encode(), dtype=np.uint8)
-        atomic_write(path, lambda handle: write_npz(handle, {"metadata": blob, **arrays}))
+        save_archive(path, arrays, self._metadata())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> LinearModel:
         """Read a model written by :meth:`save`; any problem is a one-line ModelFileError."""
         path = Path(path)
-        arrays = read_npz(path, "model file")
-        if "metadata" not in arrays or "coef" not in arrays:
-            raise ModelFileError(f"{path}: not a calopt model file (no metadata/coef arrays)")
-        try:
-            metadata = json.loads(arrays.pop("metadata").tobytes().decode())
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ModelFileError(f"{path}: corrupt model metadata ({exc})") from None
-        if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
-            raise ModelFileError(f"{path}: not a calopt model file")
-        version = metadata.get("format_version")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
-            raise ModelFileError(
-                f"{path}: model format version {version} is newer than this calopt "
-                f"understands ({FORMAT_VERSION}); upgrade calopt"
-            )
-        expected = metadata.pop("sha256", None)
-        if expected != _checksum(arrays, metadata):
-            raise ModelFileError(f"{path}: checksum mismatch: the model file is corrupt")
+        arrays, metadata = load_archive(path, format=FORMAT, version=FORMAT_VERSION)
+        if "coef" not in arrays:
+            raise ModelFileError(f"{path}: incomplete model file (no coef array)")
         try:
             return cls(
                 coef=arrays["coef"],

@@ -14,7 +14,6 @@ checksummed JSON document, no pickle, atomic writes) under their own format stri
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -28,7 +27,7 @@ import numpy as np
 from calopt.algorithms import Problem
 from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
 from calopt.errors import DataError, ModelFileError, ParameterError
-from calopt.model import _checksum, atomic_write, read_npz, write_npz
+from calopt.model import load_archive, save_archive
 from calopt.solve import EpochRecord, run
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MulticlassModel", "fit_multiclass", "label_text"]
@@ -198,31 +197,13 @@ class MulticlassModel:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model to ``path`` atomically (an ``.npz`` archive, no pickle)."""
-        arrays, metadata = self._arrays(), self._metadata()
-        metadata["sha256"] = _checksum(arrays, metadata)
-        blob = np.frombuffer(json.dumps(metadata).encode(), dtype=np.uint8)
-        atomic_write(path, lambda handle: write_npz(handle, {"metadata": blob, **arrays}))
+        save_archive(path, self._arrays(), self._metadata())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> MulticlassModel:
         """Read a model written by :meth:`save`; any problem is a one-line ModelFileError."""
         path = Path(path)
-        arrays = read_npz(path, "model file")
-        if "metadata" not in arrays:
-            raise ModelFileError(f"{path}: not a calopt model file (no metadata)")
-        try:
-            metadata = json.loads(arrays.pop("metadata").tobytes().decode())
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ModelFileError(f"{path}: corrupt model metadata ({exc})") from None
-        if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
-            raise ModelFileError(f"{path}: not a calopt multiclass model file")
-        version = metadata.get("format_version")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
-            raise ModelFileError(f"{path}: model format version {version} is newer than this calopt "
-                                 f"understands ({FORMAT_VERSION}); upgrade calopt")
-        expected = metadata.pop("sha256", None)
-        if expected != _checksum(arrays, metadata):
-            raise ModelFileError(f"{path}: checksum mismatch: the model file is corrupt")
+        arrays, metadata = load_archive(path, format=FORMAT, version=FORMAT_VERSION)
         if not {"coef", "intercept"} <= arrays.keys():
             raise ModelFileError(f"{path}: incomplete model file (no coef/intercept arrays)")
         try:

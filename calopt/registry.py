@@ -14,7 +14,7 @@ import importlib.metadata
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 

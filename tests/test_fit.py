@@ -6,7 +6,6 @@ import pickle
 
 import numpy as np
 import pytest
-import scipy.sparse
 from sklearn.metrics import f1_score, jaccard_score
 
 import calopt

@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any, ClassVar
 
