@@ -19,7 +19,7 @@ import calopt
 from calopt.data import Dataset
 from calopt.errors import ParameterError
 from calopt.multiclass import MulticlassModel, label_text
-from calopt_cli.options import echo_json
+from calopt_cli.options import echo_json, run_fields
 
 __all__ = ["evaluate", "prediction_lines", "train"]
 
@@ -91,14 +91,7 @@ def train(
         echo_json({
             "task": "multiclass",
             "classes": [label_text(c) for c in model.classes],
-            "measure": model.measure,
-            "algorithm": model.algorithm,
-            "loss": model.loss,
-            "backend": model.options["backend"],
-            "dtype": model.options["dtype"],
-            "fit_seconds": model.fit_seconds,
-            "epochs": model.options["epochs"],
-            "batch_size": model.options["batch_size"],
+            **run_fields(model),
             "rank": model.options.get("rank"),
             "train": _summary(results[0][1]),
             "test": _summary(results[1][1]) if test_set is not None else None,

@@ -25,6 +25,7 @@ __all__ = [
     "PositiveOpt",
     "SeedOpt",
     "echo_json",
+    "run_fields",
 ]
 
 DTYPES = ("float64", "float32")
@@ -154,3 +155,11 @@ PositiveOpt = Annotated[
 def echo_json(data: Any) -> None:
     """Print ``data`` as JSON on stdout (the ``--json`` output of every command)."""
     typer.echo(json.dumps(data, indent=2, default=str))
+
+
+def run_fields(model: Any) -> dict[str, Any]:
+    """What a trained model's ``--json`` report starts with (binary and multiclass alike)."""
+    return {key: getattr(model, key) for key in ("measure", "algorithm", "loss")} | {
+        "backend": model.options["backend"], "dtype": model.options["dtype"],
+        "fit_seconds": model.fit_seconds, "epochs": model.options["epochs"],
+        "batch_size": model.options["batch_size"]}

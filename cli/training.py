@@ -33,6 +33,7 @@ from calopt_cli.options import (
     PositiveOpt,
     SeedOpt,
     echo_json,
+    run_fields,
 )
 
 __all__ = ["evaluate", "predict", "train"]
@@ -230,14 +231,7 @@ def train(
     test_result = model.evaluate(test_set.X, test_set.labels)[0] if test_set is not None else None
     if as_json:
         echo_json({
-            "measure": model.measure,
-            "algorithm": model.algorithm,
-            "loss": model.loss,
-            "backend": model.options["backend"],
-            "dtype": model.options["dtype"],
-            "fit_seconds": model.fit_seconds,
-            "epochs": model.options["epochs"],
-            "batch_size": model.options["batch_size"],
+            **run_fields(model),
             "train": {k: train_result[k] for k in ("value", "tpr", "tnr")},
             "test": None if test_result is None else {k: test_result[k] for k in ("value", "tpr", "tnr")},
             "history": model.history,
