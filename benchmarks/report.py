@@ -19,7 +19,8 @@ REPORT = HERE.parent / "BENCHMARKS.md"
 
 
 def main() -> None:
-    scripts = ("bench_measures.py", "convergence.py", "bench_throughput.py", "bench_scaling.py")
+    scripts = ("bench_measures.py", "convergence.py", "bench_throughput.py", "bench_scaling.py",
+               "bench_slnd.py", "bench_aggregate.py")
     for script in scripts if "--no-run" not in sys.argv else ():  # --no-run: re-render the JSON
         subprocess.run([sys.executable, str(HERE / script)], check=True)
     rows = json.loads((RESULTS / "measures.json").read_text())["rows"]
@@ -85,7 +86,7 @@ def main() -> None:
         picks = [c["test"][i - 1] if i <= len(c["test"]) else float("nan") for i in (1, 2, 3, 5, 10, 15, 20, 25)]
         lines.append(f"| {c['dataset']} | {c['algorithm']} on {c['measure']} | "
                      + " | ".join(f"{v:.3f}" for v in picks) + " |")
-    lines += _throughput_section() + _scaling_section()
+    lines += _throughput_section() + _scaling_section() + _slnd_section() + _aggregate_section()
     REPORT.write_text("\n".join(lines) + "\n")
     print(f"wrote {REPORT}")
 
@@ -208,6 +209,76 @@ def _scaling_section() -> list[str]:
         by_d = ", ".join(f"d={r['d']}: {1e3 * r['epoch_seconds']:.1f} ms" for r in result["by_d"])
         if by_d:
             lines.append(f"  Against d ({result['by_d'][0]['algorithm']}, n = {result['by_d'][0]['n']:,}): {by_d}.")
+    return lines
+
+
+
+def _slnd_section() -> list[str]:
+    """SLND vs plain SGD and SGDClassifier on letter and MNIST-10k (bench_slnd.py)."""
+    path = RESULTS / "slnd.json"
+    if not path.exists():
+        return []
+    result = json.loads(path.read_text())
+    lines = [
+        "", "## SLND: multiclass, against plain SGD and SGDClassifier (issue 4)", "",
+        "`python benchmarks/bench_slnd.py` — letter and the 10,000 MNIST test images, each split",
+        "70/30 stratified (seed 0), max-abs scaled on the training part. SLND is `calopt train",
+        "TRAIN --test TEST --algorithm slnd --epochs 10 --json` (seed 0 judged, seeds 1-2 for the",
+        "spread). Plain SGD is the same loop without H* (`slnd:precondition=false,step=S`) for",
+        f"{result['sgd_passes']} passes at each step S of a grid, its best S picked with hindsight on the",
+        "test curve (the most favourable choice for SGD). SGDClassifier is",
+        "`SGDClassifier(loss=\"log_loss\", max_iter=10, tol=None)` on the same arrays.",
+        "", "![SLND against plain SGD](benchmarks/results/slnd_convergence.png)", "",
+        "| data | SLND top-1 (seeds 0-2) | top-5 | pass SLND first reaches its final top-1 | plain SGD passes to reach it, per step | SGDClassifier top-1 (seeds 0-2) | ≤ 1/5 of the passes | ≥ SGDClassifier |",
+        "|---|---|---:|---:|---|---|---|---|",
+    ]
+    for ds in result["datasets"]:
+        slnd, sk, done = ds["slnd"], ds["sgdclassifier"], ds["done_when"]
+        steps = ", ".join(f"{s['step']:g}: {s['passes_to_slnd_final'] or '>' + str(result['sgd_passes'])}"
+                          for s in ds["sgd"])
+        seeds = "/".join(f"{v:.3f}" for v in slnd["top1_seeds"])
+        sk_seeds = "/".join(f"{r['top1']:.3f}" for r in sk["seeds"])
+        lines.append(f"| {ds['name']} ({ds['n_train']} × {ds['n_features']}, {ds['n_classes']} classes) | "
+                     f"{seeds} | {slnd['top5']:.3f} | {slnd['passes_to_final']} | {steps} | {sk_seeds} | "
+                     f"{'yes' if done['slnd_within_a_fifth_of_sgd_passes'] else 'no'} | "
+                     f"{'yes' if done['slnd_top1_at_least_sgdclassifier'] else 'no'} |")
+    lines += [
+        "", "On letter SLND's first pass (0.63) is already ahead of plain SGD after 100 passes at any",
+        "step; on MNIST plain SGD with a large step tuned in hindsight (512) reaches SLND's 10-pass",
+        "accuracy by pass 7, so the paper's \"order of magnitude\" does not hold there. A follow-up",
+        "search chosen on a validation part of the training split (rank by explained variance,",
+        "all rows for H, 1/√t decay, averaging, Tikhonov damping of the inverse with larger steps)",
+        "found at best 2-3× fewer passes than tuned plain SGD on MNIST, and the damped settings",
+        "that did best there lost 2-8 points on letter, so the defaults stay as the paper has them.",
+    ]
+    return lines
+
+
+def _aggregate_section() -> list[str]:
+    """Mirror-descent aggregation against the best single model on a9a (bench_aggregate.py)."""
+    path = RESULTS / "aggregate.json"
+    if not path.exists():
+        return []
+    result = json.loads(path.read_text())
+    rows = result["rows"]
+    lines = [
+        "", "## Mirror-descent aggregation on a9a (issue 4)", "",
+        "`python benchmarks/bench_aggregate.py` — for each measure and seed 0-2: a model from every",
+        "registered solver of the measure's family with its defaults, then",
+        f"`calopt.aggregate(models, X_train, y_train, radius={rows[0]['lambda']:g}, measure=M)`",
+        f"({rows[0]['epochs']} passes). The target: on every seed the aggregate's test value is at most",
+        "0.005 below the best single model's, the best picked on the test data.", "",
+        "| measure | models | best single (mean) | aggregate (mean) | worst per-seed gap | within 0.005 |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['measure']} | {', '.join(r['models'])} | {r['best_single_test']:.4f} | "
+                     f"{r['aggregate_test']:.4f} | {r['worst_gap']:+.4f} | {'yes' if r['ok'] else 'no'} |")
+    misses = [r["measure"] for r in rows if not r["ok"]]
+    if misses:
+        lines += ["", f"Missed: {', '.join(misses)}. The logistic risk the aggregation minimises does not",
+                  "single out a model that is best only in the measure (one seed's stamp model for",
+                  "jaccard); the exact risk minimiser over the simplex (scipy) misses it by as much."]
     return lines
 
 
