@@ -13,6 +13,7 @@ import csv
 import gzip
 import math
 import os
+import re
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -148,12 +149,23 @@ def _read_bytes(path: Path, source: str, compression: str | None, size: int = -1
         raise _corrupt(source, compression, exc) from None
 
 
+#: Control bytes that never occur in a text data file (tab, line feed, VT, FF, CR do).
+_BINARY = re.compile(rb"[\x00-\x08\x0e-\x1f\x7f]")
+
+
 def _check_text(head: bytes, source: str) -> None:
-    offset = head.find(b"\0")
-    if offset >= 0:
-        raise DataError(
-            f"{source}: binary data (a NUL byte at offset {offset}), not a LIBSVM, CSV or NPZ file"
-        )
+    """Refuse binary content: a control byte, or bytes that are not UTF-8, in ``head``."""
+    found = _BINARY.search(head)
+    if found:
+        raise DataError(f"{source}: binary data (byte 0x{found.group()[0]:02x} at offset "
+                        f"{found.start()}), not a LIBSVM, CSV or NPZ file")
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:  # not just a character cut at the end of the head
+            line = head.count(b"\n", 0, exc.start) + 1
+            raise DataError(f"{source}: line {line}: not UTF-8 text (byte 0x{head[exc.start]:02x} at "
+                            f"offset {exc.start}); calopt reads UTF-8 LIBSVM or CSV files, or .npz") from None
 
 
 def _first_line(head: bytes) -> bytes:

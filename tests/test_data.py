@@ -250,6 +250,8 @@ ERROR_CASES = {
     "empty csv": ("e.csv", b"\n  \n", ["empty file"]),
     "header only": ("e.csv", b"a,b,y\n", ["no data lines"]),
     "binary garbage": ("g.svm", bytes(range(256)), ["binary data"]),
+    "binary without NUL": ("g.bin", bytes(range(255, 0, -1)), ["binary data", "0x7f at offset 128"]),
+    "high bytes only": ("g.svm", b"1 1:2\n" + bytes(range(128, 256)) * 2, ["line 2", "UTF-8", "0x80"]),
     "not utf-8 csv": ("g.csv", b"1,2,a\n3,4,\xff\xfe\n", ["line 2", "UTF-8"]),
     "bad label": ("b.svm", b"1 1:2\n-1 2:3\nspam 1:1\n", ["line 3", "label", "spam"]),
     "bad index": ("b.svm", b"1 1:2\n1 x:3\n", ["line 2", "index", "'x'"]),
