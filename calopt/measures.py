@@ -92,6 +92,10 @@ class ConcaveMeasure(Measure):
     dual_start: ClassVar[tuple[float, float]] = (0.5, 0.5)
     #: Whether the dual region is bounded (False for G-mean: not Lipschitz).
     lipschitz: ClassVar[bool] = True
+    #: ∇Ψ* as two numbers where it is constant on the dual region (Table 1: (0, 0) for a
+    #: positively homogeneous Ψ, (1, 1) for Q-mean), so a solver can skip ``conjugate_grad``
+    #: on every mini-batch; None: it varies, call ``conjugate_grad``.
+    constant_conjugate_grad: ClassVar[tuple[float, float] | None] = None
 
     def psi(self, tpr: Array, tnr: Array, *, xp: Any) -> Array:
         """Ψ(P, N)."""

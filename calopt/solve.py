@@ -150,13 +150,15 @@ def _sparse_batches(X: Any, y: Array, batch_size: int) -> Iterator[tuple[Any, Ar
     n, d = X.shape
     data, indices, indptr = X.data, X.indices, X.indptr
     dense = X.nnz >= DENSE_BATCH_DENSITY * n * d
+    row_starts = np.arange(0, min(batch_size, n) * d, d)  # offset of each row in a flat block
     for start in range(0, n, batch_size):
         stop = min(start + batch_size, n)
         first, last = indptr[start], indptr[stop]
         if dense:  # scatter the nonzeros into a zeroed (rows × d) block
             batch = np.zeros((stop - start) * d, dtype=data.dtype)
-            cells = np.repeat(np.arange(0, (stop - start) * d, d), np.diff(indptr[start:stop + 1]))
-            batch[cells + indices[first:last]] = data[first:last]
+            cells = np.repeat(row_starts[:stop - start], indptr[start + 1:stop + 1] - indptr[start:stop])
+            cells += indices[first:last]
+            batch[cells] = data[first:last]
             yield batch.reshape(stop - start, d), y[start:stop]
         else:
             yield type(X)((data[first:last], indices[first:last], indptr[start:stop + 1] - first),

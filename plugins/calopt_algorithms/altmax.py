@@ -43,13 +43,16 @@ def _rate_sums(w: Array, b: Array, X: Array, y: Array, problem: Problem, level_k
     else:
         scores = X @ w + b
         reward = xp.astype(xp.where(y > 0, scores > 0, scores <= 0), problem.dtype)
-    positive = y > 0
-    zero = xp.zeros_like(reward)
+    # With y ∈ {−1, +1}: Σ₊ r = (Σ r + Σ y·r)/2, n₊ = (n + Σ y)/2 and likewise for the
+    # negatives, from dot products (xp.sum costs several times more on a small batch).
+    ones = y * y
+    reward_sum, reward_signed, label_sum = reward @ ones, reward @ y, y @ ones
+    batch = y.shape[0]
     return (
-        xp.sum(xp.where(positive, reward, zero)),
-        xp.sum(xp.astype(positive, problem.dtype)),
-        xp.sum(xp.where(positive, zero, reward)),
-        xp.sum(xp.astype(~positive, problem.dtype)),
+        (reward_sum + reward_signed) * 0.5,
+        (label_sum + batch) * 0.5,
+        (reward_sum - reward_signed) * 0.5,
+        (batch - label_sum) * 0.5,
     )
 
 
@@ -92,11 +95,12 @@ class _AltMax(Algorithm):
         xp = problem.xp
         alpha, beta, gamma, delta = _valuation(problem.measure, problem.positive_rate)
         _, dr_ds = reward_terms(w, b, X, y, problem.loss, xp=xp)
-        grad_w, grad_b = weighted_reward_gradient(
-            X, y, dr_ds, alpha - level * gamma, beta - level * delta, problem.positive_rate, xp=xp
-        )
         eta = step_size(self.step if self.step is not None else 1.0, t)
-        return project_ball(w + eta * grad_w, b + eta * grad_b, self.radius, xp=xp)
+        grad_w, grad_b = weighted_reward_gradient(
+            X, y, dr_ds, alpha - level * gamma, beta - level * delta, problem.positive_rate,
+            xp=xp, scale=eta,
+        )  # η_t folded into the weights
+        return project_ball(w + grad_w, b + grad_b, self.radius, xp=xp)
 
 
 class StampState(NamedTuple):
@@ -158,9 +162,9 @@ class Stamp(_AltMax):
             w_avg = state.w_avg + (w - state.w_avg) / steps
             b_avg = state.b_avg + (b - state.b_avg) / steps
             seen = state.seen + batch
-            if seen < self._model_length(state.stage):
-                return state._replace(w=w, b=b, t=t, seen=seen, w_avg=w_avg, b_avg=b_avg,
-                                      steps=steps)
+            if seen < self._model_length(state.stage):  # (a new tuple: cheaper than _replace)
+                return StampState(w, b, state.level, state.stage, 0, seen, t, state.w_stage,
+                                  state.b_stage, state.sums, w_avg, b_avg, steps)
             zero = problem.scalar(0.0)
             stage_w, stage_b = (w_avg, b_avg) if self.average else (w, b)
             return state._replace(

@@ -35,6 +35,8 @@ class _Homogeneous(ConcaveMeasure):
     """A positively homogeneous Ψ (min, H-mean, G-mean): Ψ* = 0 and ∇Ψ* = 0 on its
     dual region (paper 002, Table 1)."""
 
+    constant_conjugate_grad: ClassVar[tuple[float, float] | None] = (0.0, 0.0)
+
     def conjugate(self, alpha: Array, beta: Array, *, xp: Any) -> Array:
         return _zeros(alpha, beta, xp=xp)
 
@@ -125,20 +127,20 @@ class QMean(ConcaveMeasure):
     def conjugate(self, alpha: Array, beta: Array, *, xp: Any) -> Array:
         return alpha + beta - 1
 
+    constant_conjugate_grad: ClassVar[tuple[float, float] | None] = (1.0, 1.0)
+
     def conjugate_grad(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
         ones = xp.ones_like(alpha + beta)
         return ones, xp.ones_like(ones)
 
     def project(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
         """Onto the quarter disc α² + β² ≤ 1/2, α, β ≥ 0: clip to the quadrant, then
-        shrink onto the disc (exact for a ball centred at the cone's apex)."""
+        shrink onto the disc (exact for a ball centred at the cone's apex). The factor
+        r/max(|z|, r) is exactly 1 inside the disc; SPADE calls this every mini-batch,
+        so it is arithmetic on the inputs, without ``where`` or new constant arrays."""
         radius = math.sqrt(0.5)
-        a = xp.maximum(alpha, xp.zeros_like(alpha))
-        b = xp.maximum(beta, xp.zeros_like(beta))
-        norm = xp.hypot(a, b)
-        outside = norm > radius
-        ones = xp.ones_like(norm)
-        scale = xp.where(outside, radius / xp.where(outside, norm, ones), ones)
+        a, b = xp.maximum(alpha, 0.0), xp.maximum(beta, 0.0)
+        scale = radius / xp.maximum(xp.hypot(a, b), radius)
         return a * scale, b * scale
 
 
@@ -183,36 +185,35 @@ class GMean(_Homogeneous):
         """
         swap = alpha < beta
         a, b = xp.maximum(alpha, beta), xp.minimum(alpha, beta)
-        zero = xp.zeros_like(a)
-        bound = 2 * xp.maximum(
-            xp.maximum(2 * xp.maximum(a, zero), (2 * xp.maximum(-b, zero)) ** (1 / 3)),
-            xp.full_like(a, 2**-0.25),
-        )
+        # (SPADE projects every mini-batch: constants are Python numbers, shared terms
+        # are computed once)
+        bound = 2 * xp.maximum(xp.maximum(2 * a, (2 * xp.maximum(-b, 0.0)) ** (1 / 3)), 2**-0.25)
         # The foot point lies up and to the right of (a, b): e^u/2 ≥ a, and e^(−u)/2 ≥ b
         # when b > 0. So u ∈ [log 2a, −log 2b], a narrow bracket for the points near the
-        # hyperbola that SPADE's dual steps produce (discarded values for points inside).
-        lower = xp.log(xp.maximum(2 * a, xp.ones_like(a)))
-        upper = xp.minimum(xp.log(bound), xp.log(xp.where(b > 0, 0.5 / xp.where(b > 0, b, bound), bound)))
+        # hyperbola that SPADE's dual steps produce (discarded values for points inside);
+        # b ≤ 1/(2·bound) leaves the bound as it is (up to rounding).
+        lower = xp.log(xp.maximum(2 * a, 1.0))
+        upper = xp.log(xp.minimum(bound, 0.5 / xp.maximum(b, 0.5 / bound)))
         upper = xp.maximum(upper, lower)  # crossed only for points inside
-
-        def g(s: Array, r: Array) -> Array:  # g(u) with s = e^u, r = e^(-u)
-            return (s * s - r * r) * 0.5 - a * s + b * r
 
         for _ in range(self.bisection_steps):
             middle = (lower + upper) * 0.5
             s = xp.exp(middle)
-            root_above = g(s, 1 / s) < 0
+            r = 1 / s
+            root_above = (s * s - r * r) * 0.5 - a * s + b * r < 0  # g(middle) < 0
             lower = xp.where(root_above, middle, lower)
             upper = xp.where(root_above, upper, middle)
         u, ones = upper, xp.ones_like(upper)
         for _ in range(self.newton_steps):
             s = xp.exp(u)
             r = 1 / s
-            slope = s * s + r * r - a * s - b * r
+            s2, r2, a_s, b_r = s * s, r * r, a * s, b * r
+            g = (s2 - r2) * 0.5 - a_s + b_r  # g(u)
+            slope = s2 + r2 - a_s - b_r  # g'(u)
             # slope > 0 all the way down for points outside; the guard and the clip
             # only keep the (discarded) values for points inside finite
             # clip to the bracket (maximum/minimum: array-api-compat's clip costs more)
-            u = xp.minimum(xp.maximum(u - g(s, r) / xp.where(slope > 0, slope, ones), lower), upper)
+            u = xp.minimum(xp.maximum(u - g / xp.where(slope > 0, slope, ones), lower), upper)
         foot_a = xp.exp(u) * 0.5
         foot_b = 0.25 / foot_a
         foot = _choose(swap, (foot_b, foot_a), (foot_a, foot_b), xp=xp)
