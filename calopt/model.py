@@ -29,7 +29,7 @@ from calopt.backends import backend_of, is_sparse
 from calopt.errors import DataError, ModelFileError
 from calopt.measures import confusion_counts
 
-__all__ = ["FORMAT_VERSION", "LinearModel", "atomic_write", "load_archive", "load_model", "read_npz",
+__all__ = ["FORMAT_VERSION", "LinearModel", "atomic_write", "linear_scores", "load_archive", "load_model", "read_npz",
            "save_archive", "write_npz"]
 
 FORMAT = "calopt-linear-model"
@@ -105,6 +105,22 @@ def _checksum(arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> str:
         digest.update(np.ascontiguousarray(arrays[key], dtype=np.float64).tobytes())
     digest.update(json.dumps(metadata, sort_keys=True).encode())
     return digest.hexdigest()
+
+
+def linear_scores(X: Any, coef: np.ndarray, intercept: Any) -> Any:
+    """``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse), in X's floating dtype.
+
+    ``coef`` is (d,) or (d, C) and ``intercept`` a number or (C,); a wrong number of
+    features is a DataError.
+    """
+    if X.shape[1] != coef.shape[0]:
+        raise DataError(f"X has {X.shape[1]} features, the model has {coef.shape[0]}")
+    if is_sparse(X):
+        return np.asarray(X @ coef + intercept)
+    backend = backend_of(X)  # working dtype: X's floating dtype, else float64
+    if not backend.xp.isdtype(X.dtype, "real floating"):
+        X = backend.asarray(X)
+    return X @ backend.asarray(coef) + backend.asarray(intercept)
 
 
 #: What each calopt file format is called in messages.
@@ -185,14 +201,7 @@ class LinearModel:
     # -- prediction ---------------------------------------------------------------
     def decision_function(self, X: Any) -> Any:
         """Scores ``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse)."""
-        if X.shape[1] != self.n_features:
-            raise DataError(f"X has {X.shape[1]} features, the model has {self.n_features}")
-        if is_sparse(X):
-            return np.asarray(X @ self.coef + self.intercept)
-        backend = backend_of(X)  # working dtype: X's floating dtype, else float64
-        if not backend.xp.isdtype(X.dtype, "real floating"):
-            X = backend.asarray(X)
-        return X @ backend.asarray(self.coef) + self.intercept
+        return linear_scores(X, self.coef, self.intercept)
 
     def predict_signs(self, X: Any) -> Any:
         """Predictions in {−1, +1} on X's backend."""

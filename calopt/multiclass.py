@@ -25,9 +25,9 @@ import array_api_compat.numpy as npx
 import numpy as np
 
 from calopt.algorithms import Problem
-from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
+from calopt.backends import Backend, backend_of, get_backend, to_numpy
 from calopt.errors import DataError, ModelFileError, ParameterError
-from calopt.model import load_archive, save_archive
+from calopt.model import linear_scores, load_archive, save_archive
 from calopt.solve import EpochRecord, run
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MulticlassModel", "fit_multiclass", "label_text"]
@@ -111,14 +111,7 @@ class MulticlassModel:
     # -- prediction ---------------------------------------------------------------------
     def decision_function(self, X: Any) -> Any:
         """Scores (n, C) ``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse)."""
-        if X.shape[1] != self.n_features:
-            raise DataError(f"X has {X.shape[1]} features, the model has {self.n_features}")
-        if is_sparse(X):
-            return np.asarray(X @ self.coef + self.intercept)
-        backend = backend_of(X)
-        if not backend.xp.isdtype(X.dtype, "real floating"):
-            X = backend.asarray(X)
-        return X @ backend.asarray(self.coef) + backend.asarray(self.intercept)
+        return linear_scores(X, self.coef, self.intercept)
 
     def predict(self, X: Any) -> np.ndarray:
         """The predicted classes (original labels) as a host NumPy array."""
