@@ -12,6 +12,11 @@ Like a model file (:mod:`calopt.model`) it is an ``.npz`` of plain arrays plus a
 document, written atomically, checksummed and read with ``allow_pickle=False``. The
 state's NamedTuple type comes from the algorithm (its ``init``), never from the file,
 so loading a checkpoint imports and executes nothing.
+
+:func:`run_resumable` is the training loop with all of this around it, shared by
+``calopt.fit`` and ``calopt.fit_multiclass``. A one-vs-rest run that trains one class at
+a time holds the current class's checkpoint plus, in ``one_vs_rest``, which class it is
+and the models of the classes already finished.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +33,10 @@ import array_api_compat
 import numpy as np
 
 from calopt.backends import Backend, is_sparse, to_numpy
-from calopt.errors import ModelFileError, ParameterError
+from calopt.errors import ModelFileError, ParameterError, TrainingInterrupted
 from calopt.model import load_archive, save_archive
 
-__all__ = ["FORMAT_VERSION", "Checkpoint", "data_fingerprint"]
+__all__ = ["FORMAT_VERSION", "Checkpoint", "checked_resume", "data_fingerprint", "run_resumable"]
 
 FORMAT = "calopt-checkpoint"
 FORMAT_VERSION = 1
@@ -155,6 +161,10 @@ class Checkpoint:
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     version: str = ""
     source: str = "checkpoint"  #: where it was read from, for messages
+    #: One-vs-rest one class at a time: the class running (``class``, its ``label``), that
+    #: class's own run ``options`` and ``fingerprint``, and the ``finished`` classes' models
+    #: (their coefficients in ``arrays["finished.coef"]``). None for any other run.
+    one_vs_rest: dict[str, Any] | None = None
 
     @classmethod
     def capture(cls, position: Any, algorithm: Any, *, options: dict[str, Any],
@@ -179,8 +189,12 @@ class Checkpoint:
         return registry.get("algorithm", self.algorithm, **self.algorithm_params)
 
     def check(self, options: dict[str, Any], fingerprint: dict[str, Any]) -> None:
-        """Refuse to resume with other data or options (one-line ParameterError naming them)."""
-        for key in sorted(set(self.options) | set(options)):
+        """Refuse to resume with other data or options (one-line ParameterError naming them).
+
+        The classes are compared first, so a multiclass checkpoint given binary data (or
+        the reverse) says so.
+        """
+        for key in sorted(set(self.options) | set(options), key=lambda key: (key != "classes", key)):
             saved, now = self.options.get(key), options.get(key)
             if saved != now:
                 raise ParameterError(
@@ -210,9 +224,12 @@ class Checkpoint:
 
     def describe(self) -> str:
         """Where the run stopped, in words: ``epoch 3, after batch 17``."""
-        if self.batch:
-            return f"epoch {self.epochs + 1}, after batch {self.batch}"
-        return f"the end of epoch {self.epochs}"
+        where = f"epoch {self.epochs + 1}, after batch {self.batch}" if self.batch else \
+            f"the end of epoch {self.epochs}"
+        if self.one_vs_rest is not None:
+            part = self.one_vs_rest
+            where = f"class {part['label']} ({part['class'] + 1} of {len(self.options['classes'])}), {where}"
+        return where
 
     # -- files ----------------------------------------------------------------------
     def _metadata(self) -> dict[str, Any]:
@@ -230,6 +247,7 @@ class Checkpoint:
             "seconds": self.seconds,
             "options": self.options,
             "fingerprint": self.fingerprint,
+            "one_vs_rest": self.one_vs_rest,
         }
 
     def save(self, path: str | os.PathLike) -> None:
@@ -257,6 +275,68 @@ class Checkpoint:
                 arrays=arrays,
                 version=str(metadata["calopt_version"]),
                 source=str(path),
+                one_vs_rest=metadata.get("one_vs_rest"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFileError(f"{path}: incomplete checkpoint metadata ({exc})") from None
+
+
+def checked_resume(checkpoint: Any, checkpoint_every: Any, resume: Any) -> Checkpoint | None:
+    """Check a fit's checkpoint options; return the checkpoint to resume (loaded from a path)."""
+    if checkpoint_every is not None and not (isinstance(checkpoint_every, int) and checkpoint_every >= 1):
+        raise ParameterError(f"checkpoint_every must be a whole number of epochs ≥ 1, got {checkpoint_every!r}")
+    if checkpoint_every is not None and checkpoint is None:
+        raise ParameterError("checkpoint_every needs a checkpoint path to write to")
+    if resume is not None and not isinstance(resume, Checkpoint):
+        resume = Checkpoint.load(resume)
+    return resume
+
+
+def run_resumable(
+    algorithm: Any,
+    problem: Any,
+    reader: Any,
+    *,
+    epochs: int,
+    seed: int,
+    backend: Backend,
+    options: dict[str, Any],
+    fingerprint: Callable[[], dict[str, Any]],
+    record: Callable[[Any], dict[str, float]] | None = None,
+    callback: Callable[[Any], None] | None = None,
+    checkpoint: str | os.PathLike | Callable[[Checkpoint], None] | None = None,
+    checkpoint_every: int | None = None,
+    resume: Checkpoint | None = None,
+    interrupt: Callable[[], bool] | None = None,
+) -> Any:
+    """:func:`calopt.solve.run` with checkpoints; the loop's result unless interrupted.
+
+    ``resume`` (a checkpoint already :meth:`~Checkpoint.check`-ed against ``options``
+    and ``fingerprint()``) continues where it stopped. ``checkpoint`` (a path, or a
+    callable that writes a :class:`Checkpoint`) receives one every ``checkpoint_every``
+    epochs and one when ``interrupt()`` turns true, which then raises
+    :class:`~calopt.errors.TrainingInterrupted` holding it.
+    """
+    from calopt.solve import INTERRUPTED, run
+
+    write = checkpoint if callable(checkpoint) else None
+    if checkpoint is not None and write is None:
+        def write(saved: Checkpoint) -> None:
+            saved.save(checkpoint)
+
+    def capture(position: Any) -> Checkpoint:
+        return Checkpoint.capture(position, algorithm, options=options, fingerprint=fingerprint())
+
+    result = run(algorithm, problem, reader, epochs=epochs, seed=seed, record=record, callback=callback,
+                 interrupt=interrupt,
+                 resume=None if resume is None else resume.position(algorithm.init(problem), backend),
+                 checkpoint=None if write is None else lambda at: write(capture(at)),
+                 checkpoint_every=checkpoint_every or 0)
+    if result.status != INTERRUPTED:
+        return result
+    saved = capture(result)
+    if write is not None:
+        write(saved)
+    path = None if checkpoint is None or callable(checkpoint) else checkpoint
+    where = f"; checkpoint written to {path}" if path is not None else ""
+    raise TrainingInterrupted(f"training interrupted in {saved.describe()}{where}", saved, path)

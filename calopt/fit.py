@@ -30,11 +30,11 @@ import numpy as np
 from calopt import registry
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
-from calopt.checkpoint import Checkpoint, data_fingerprint
-from calopt.errors import ParameterError, TrainingInterrupted
+from calopt.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
+from calopt.errors import ParameterError
 from calopt.measures import Measure, confusion_counts
 from calopt.model import LinearModel
-from calopt.solve import INTERRUPTED, ArrayReader, EpochRecord, LoopResult, run
+from calopt.solve import ArrayReader, EpochRecord, run
 
 __all__ = ["best_threshold", "default_algorithm", "fit"]
 
@@ -158,7 +158,7 @@ def fit(
     positive: Any = None,
     eval_set: tuple[Any, Any] | None = None,
     callback: Callable[[EpochRecord], None] | None = None,
-    checkpoint: str | os.PathLike | None = None,
+    checkpoint: str | os.PathLike | Callable[[Checkpoint], None] | None = None,
     checkpoint_every: int | None = None,
     resume: Any = None,
     interrupt: Callable[[], bool] | None = None,
@@ -177,7 +177,8 @@ def fit(
     Interruption (:mod:`calopt.checkpoint`): ``interrupt()`` is checked after every
     batch; when it returns true, training stops and raises
     :class:`~calopt.errors.TrainingInterrupted` holding the checkpoint (also written to
-    ``checkpoint`` when given, as it is every ``checkpoint_every`` epochs).
+    ``checkpoint`` when given, as it is every ``checkpoint_every`` epochs; a callable
+    ``checkpoint`` is handed each Checkpoint to write instead).
     ``resume=`` that checkpoint or its path, with the same data and options, skips the
     step trial and ends with the model an uninterrupted run gives.
     """
@@ -191,12 +192,7 @@ def fit(
         raise ParameterError(f"epochs must be a whole number ≥ 1, got {epochs!r}")
     if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
         raise ParameterError(f"batch size must be a whole number ≥ 1, got {batch_size!r}")
-    if checkpoint_every is not None and not (isinstance(checkpoint_every, int) and checkpoint_every >= 1):
-        raise ParameterError(f"checkpoint_every must be a whole number of epochs ≥ 1, got {checkpoint_every!r}")
-    if checkpoint_every is not None and checkpoint is None:
-        raise ParameterError("checkpoint_every needs a checkpoint path to write to")
-    if resume is not None and not isinstance(resume, Checkpoint):
-        resume = Checkpoint.load(resume)
+    resume = checked_resume(checkpoint, checkpoint_every, resume)
 
     y_pm, classes = encode_binary(to_numpy(y), positive=positive, source="training labels")
     if backend is None:
@@ -248,20 +244,11 @@ def fit(
         record_seconds += time.perf_counter() - begun
         return row
 
-    def capture(position: LoopResult) -> Checkpoint:
-        return Checkpoint.capture(position, algorithm, options=run_options, fingerprint=fingerprint())
-
-    result = run(algorithm, problem, algorithm.prepare(problem, train_X, train_y, seed=seed),
-                 epochs=epochs, seed=seed, record=record, callback=callback, interrupt=interrupt,
-                 resume=None if resume is None else resume.position(algorithm.init(problem), resolved),
-                 checkpoint=None if checkpoint is None else lambda at: capture(at).save(checkpoint),
-                 checkpoint_every=checkpoint_every or 0)
-    if result.status == INTERRUPTED:
-        saved = capture(result)
-        if checkpoint is not None:
-            saved.save(checkpoint)
-        where = f"; checkpoint written to {checkpoint}" if checkpoint is not None else ""
-        raise TrainingInterrupted(f"training interrupted in {saved.describe()}{where}", saved, checkpoint)
+    result = run_resumable(algorithm, problem, algorithm.prepare(problem, train_X, train_y, seed=seed),
+                           epochs=epochs, seed=seed, backend=resolved, options=run_options,
+                           fingerprint=fingerprint, record=record, callback=callback,
+                           checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                           interrupt=interrupt)
     w, b = algorithm.weights(result.state)
     w_host, b_host = to_numpy(w).astype(np.float64), float(to_numpy(b))
     threshold = 0.0

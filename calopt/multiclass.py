@@ -14,6 +14,8 @@ checksummed JSON document, no pickle, atomic writes) under their own format stri
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -26,9 +28,10 @@ import numpy as np
 
 from calopt.algorithms import Problem
 from calopt.backends import Backend, backend_of, get_backend, to_numpy
-from calopt.errors import DataError, ModelFileError, ParameterError
+from calopt.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
+from calopt.errors import DataError, ModelFileError, ParameterError, TrainingInterrupted
 from calopt.model import linear_scores, load_archive, save_archive
-from calopt.solve import EpochRecord, run
+from calopt.solve import EpochRecord
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MulticlassModel", "fit_multiclass", "label_text"]
 
@@ -232,6 +235,10 @@ def fit_multiclass(
     scale: bool = True,
     eval_set: tuple[Any, Any] | None = None,
     callback: Callable[[EpochRecord], None] | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int | None = None,
+    resume: Any = None,
+    interrupt: Callable[[], bool] | None = None,
 ) -> MulticlassModel:
     """Train a one-vs-rest linear classifier on (X, y) with any number of classes ≥ 2.
 
@@ -242,8 +249,12 @@ def fit_multiclass(
     calopt.fit. ``eval_set=(X_test, y_test)`` adds the test top-1 accuracy (multiclass
     algorithms) or the macro test measure (one class at a time) to each history row.
     ``callback`` runs after each epoch (of each class, one class at a time).
+
+    ``checkpoint``, ``checkpoint_every``, ``resume`` and ``interrupt`` work as in
+    :func:`calopt.fit` (:class:`~calopt.errors.TrainingInterrupted`, then ``resume=``);
+    one class at a time, the checkpoint also holds the classes already finished.
     """
-    from calopt import __version__, fit, get_algorithm, get_loss, get_measure
+    from calopt import __version__, get_algorithm, get_loss, get_measure
     from calopt.data import encode_multiclass
     from calopt.fit import _Data, default_batch_size
 
@@ -255,39 +266,31 @@ def fit_multiclass(
         raise ParameterError(f"X has {X.shape[0]} rows but y has {codes.size} labels")
     if not (isinstance(epochs, int) and epochs >= 1):
         raise ParameterError(f"epochs must be a whole number ≥ 1, got {epochs!r}")
+    resume = checked_resume(checkpoint, checkpoint_every, resume)
     measure = get_measure(measure)
     algorithm = get_algorithm(algorithm)
     loss = get_loss(loss or algorithm.default_loss or ("hinge" if algorithm.needs_reward else "logistic"))
     classes = tuple(_plain(c) for c in classes)
     C = len(classes)
     started = time.perf_counter()
+    resolved = _resolve(X, backend, dtype, device)
+    # what a resumed run must repeat; "classes" tells a multiclass checkpoint from a binary one
+    options = {"classes": list(classes), "one_vs_rest": "together" if algorithm.multiclass else "per class",
+               "measure": measure.spec, "algorithm": algorithm.spec, "loss": loss.spec, "epochs": epochs,
+               "batch_size": batch_size, "seed": seed, "backend": resolved.name,
+               "dtype": resolved.dtype_name, "scale": scale, "eval_set": eval_set is not None}
+    fingerprint = functools.cache(lambda: data_fingerprint(X, codes, backend_of(X)))
+    if resume is not None:
+        resume.check(options, fingerprint())
 
     eval_codes = None if eval_set is None else _encode(to_numpy(eval_set[1]), classes, "evaluation labels")
     if not algorithm.multiclass:
-        models = [
-            fit(X, np.where(codes == c, 1.0, -1.0), measure=measure, algorithm=algorithm, loss=loss,
-                backend=backend, dtype=dtype, device=device, epochs=epochs, batch_size=batch_size,
-                seed=seed, scale=scale, tune_threshold=False, positive=1.0, callback=callback,
-                eval_set=None if eval_set is None else (eval_set[0], np.where(eval_codes == c, 1.0, -1.0)))
-            for c in range(C)
-        ]
-        history = [
-            {"epoch": rows[0]["epoch"], "seconds": sum(r["seconds"] for r in rows),
-             **{key: float(np.mean([r[key] for r in rows])) for key in ("train", "test") if key in rows[0]}}
-            for rows in zip(*(m.history for m in models))
-        ]
-        first = models[0]
-        return MulticlassModel(
-            coef=np.stack([m.coef for m in models], axis=1),
-            intercept=np.array([m.intercept for m in models]),
-            classes=classes, measure=measure.spec, algorithm=algorithm.spec, loss=loss.spec,
-            scale=first.scale, options={**first.options, "one_vs_rest": "per class"},
-            history=history, fit_seconds=time.perf_counter() - started,
-            status=min(m.status for m in models), message="; ".join(dict.fromkeys(m.message for m in models)),
-            version=__version__,
-        )
+        return _fit_one_class_at_a_time(
+            X, codes, classes, algorithm, loss, measure, eval_set, eval_codes, options, fingerprint,
+            started, checkpoint=checkpoint, resume=resume, fit_options=dict(
+                backend=backend, dtype=dtype, device=device, epochs=epochs, batch_size=batch_size, seed=seed,
+                scale=scale, callback=callback, checkpoint_every=checkpoint_every, interrupt=interrupt))
 
-    resolved = _resolve(X, backend, dtype, device)
     xp = resolved.xp
     members = codes[None, :] == np.arange(C)[:, None]
     data = _Data(X, np.where(members, 1.0, -1.0), resolved, scale)
@@ -295,6 +298,8 @@ def fit_multiclass(
                       1.0 / C, measure, loss, batch_size or default_batch_size(int(codes.size)),
                       epochs, n_classes=C)
     algorithm.check_problem(problem)
+    if resume is not None:
+        algorithm = resume.make_algorithm()
     reader = algorithm.prepare(problem, data.X, data.y, seed=seed)
     train_codes = xp.asarray(codes, device=resolved.device)
     evaluation = None
@@ -317,7 +322,10 @@ def fit_multiclass(
         record_seconds += time.perf_counter() - begun
         return row
 
-    result = run(algorithm, problem, reader, epochs=epochs, seed=seed, record=record, callback=callback)
+    result = run_resumable(algorithm, problem, reader, epochs=epochs, seed=seed, backend=resolved,
+                           options=options, fingerprint=fingerprint, record=record, callback=callback,
+                           checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                           interrupt=interrupt)
     w, b = algorithm.weights(result.state)
     return MulticlassModel(
         coef=to_numpy(w).astype(np.float64) / data.scale[:, None],
@@ -329,6 +337,77 @@ def fit_multiclass(
                  "algorithm_params": algorithm.params,
                  "rank": getattr(reader, "rank", None), "sample": getattr(reader, "sample", None)},
         history=result.history,
-        fit_seconds=time.perf_counter() - started - record_seconds,
+        fit_seconds=time.perf_counter() - started - record_seconds + (resume.seconds if resume else 0.0),
         status=result.status, message=result.message, version=__version__,
+    )
+
+
+def _fit_one_class_at_a_time(
+    X: Any, codes: np.ndarray, classes: tuple[Any, ...], algorithm: Any, loss: Any, measure: Any,
+    eval_set: tuple[Any, Any] | None, eval_codes: np.ndarray | None, options: dict[str, Any],
+    fingerprint: Callable[[], dict[str, Any]], started: float, *, checkpoint: Any,
+    resume: Checkpoint | None, fit_options: dict[str, Any],
+) -> MulticlassModel:
+    """One-vs-rest by :func:`calopt.fit` once per class; checkpoints name the class and keep the finished ones.
+
+    A class's own checkpoint is wrapped in the multiclass one: its options and
+    fingerprint move to ``one_vs_rest`` (with the finished classes), so resuming checks
+    the multiclass run, restores the finished classes and resumes the current one.
+    """
+    from calopt import __version__, fit
+
+    finished: list[dict[str, Any]] = []  # per class: coef, intercept, history, status, message, options
+    current = None
+    if resume is not None:
+        part = resume.one_vs_rest or {}
+        done = part.get("finished", [])
+        coefs = resume.arrays.get("finished.coef")
+        if not isinstance(part.get("class"), int) or len(done) != part["class"] or \
+                (done and (coefs is None or coefs.ndim != 2 or coefs.shape[1] != len(done))):
+            raise ModelFileError(f"{resume.source}: incomplete one-vs-rest checkpoint")
+        finished = [{**entry, "coef": coefs[:, c]} for c, entry in enumerate(done)]
+        current = dataclasses.replace(resume, options=part["options"], fingerprint=part["fingerprint"],
+                                      one_vs_rest=None)
+
+    def wrap(inner: Checkpoint, c: int) -> Checkpoint:
+        arrays = dict(inner.arrays)
+        if finished:
+            arrays["finished.coef"] = np.stack([entry["coef"] for entry in finished], axis=1)
+        return dataclasses.replace(inner, options=options, fingerprint=fingerprint(), arrays=arrays, one_vs_rest={
+            "class": c, "label": label_text(classes[c]), "options": inner.options, "fingerprint": inner.fingerprint,
+            "finished": [{k: v for k, v in entry.items() if k != "coef"} for entry in finished]})
+
+    first_to_fit = len(finished)
+    for c in range(first_to_fit, len(classes)):
+        write = None if checkpoint is None else (lambda inner, c=c: wrap(inner, c).save(checkpoint))
+        try:
+            model = fit(X, np.where(codes == c, 1.0, -1.0), measure=measure, algorithm=algorithm, loss=loss,
+                        tune_threshold=False, positive=1.0, checkpoint=write,
+                        resume=current if c == first_to_fit else None,
+                        eval_set=None if eval_set is None else (eval_set[0], np.where(eval_codes == c, 1.0, -1.0)),
+                        **fit_options)
+        except TrainingInterrupted as exc:
+            saved = wrap(exc.checkpoint, c)
+            where = f"; checkpoint written to {checkpoint}" if checkpoint is not None else ""
+            raise TrainingInterrupted(f"training interrupted in {saved.describe()}{where}", saved,
+                                      checkpoint) from None
+        finished.append({"coef": model.coef, "intercept": model.intercept, "history": model.history,
+                         "status": model.status, "message": model.message, "options": model.options,
+                         "scale": model.scale.tolist()})
+
+    history = [
+        {"epoch": rows[0]["epoch"], "seconds": sum(r["seconds"] for r in rows),
+         **{key: float(np.mean([r[key] for r in rows])) for key in ("train", "test") if key in rows[0]}}
+        for rows in zip(*(entry["history"] for entry in finished))
+    ]
+    first = finished[0]
+    return MulticlassModel(
+        coef=np.stack([entry["coef"] for entry in finished], axis=1),
+        intercept=np.array([entry["intercept"] for entry in finished]),
+        classes=classes, measure=measure.spec, algorithm=algorithm.spec, loss=loss.spec,
+        scale=np.asarray(first["scale"], dtype=np.float64), options={**first["options"], "one_vs_rest": "per class"},
+        history=history, fit_seconds=time.perf_counter() - started + (resume.seconds if resume else 0.0),
+        status=min(entry["status"] for entry in finished),
+        message="; ".join(dict.fromkeys(entry["message"] for entry in finished)),
+        version=__version__,
     )

@@ -3,8 +3,10 @@
 Every subcommand runs inside :class:`CaloptGroup`, so a :class:`calopt.CaloptError`
 raised anywhere in a command (an unknown measure, a bad data file) becomes one line on
 stderr and exit code 2, under the console script and under ``typer.testing.CliRunner``
-alike. Other exceptions are bugs and keep their traceback; ``CALOPT_DEBUG=1`` shows
-the traceback of known errors too.
+alike. Ctrl-C (KeyboardInterrupt) outside a training loop, which handles it itself,
+becomes the line ``calopt: interrupted`` and exit code 130 (files are written atomically,
+so nothing is left half-written). Other exceptions are bugs and keep their traceback;
+``CALOPT_DEBUG=1`` shows the traceback of known errors and interrupts too.
 """
 
 import os
@@ -31,6 +33,11 @@ def print_error(exc: BaseException) -> None:
     """Print a known error as the single line ``calopt: error: <message>`` on stderr."""
     message = " ".join(str(exc).split()) or type(exc).__name__
     typer.echo(f"calopt: error: {message}", err=True)
+
+
+def print_interrupted() -> None:
+    """Print the single line ``calopt: interrupted`` on stderr (Ctrl-C outside a training loop)."""
+    typer.echo("calopt: interrupted", err=True)
 
 
 def _print_load_failures(start: int) -> int:
@@ -63,6 +70,11 @@ class CaloptGroup(TyperGroup):
                 raise
             print_error(exc)
             raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            if _debug():
+                raise
+            print_interrupted()
+            raise typer.Exit(130) from None
 
 
 app = typer.Typer(
@@ -119,3 +131,8 @@ def main() -> None:
             raise
         print_error(exc)
         sys.exit(2)
+    except KeyboardInterrupt:  # before or after a subcommand runs
+        if _debug():
+            raise
+        print_interrupted()
+        sys.exit(130)

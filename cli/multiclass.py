@@ -7,6 +7,7 @@ per class and their macro average (a rich table, or ``--json``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +49,16 @@ def train(
     as_json: bool,
     no_progress: bool,
     binary_only: dict[str, Any],
+    checkpoint: Path,
+    checkpoint_every: int | None,
+    resume: Path | None,
+    interrupt: Callable[[], bool],
 ) -> None:
     """Train one-vs-rest (SLND unless ``algorithm`` names another) and report the accuracies.
 
-    ``binary_only`` holds the options that only binary training takes (--positive,
-    checkpoints); any of them set is an error here.
+    ``binary_only`` holds the options that only binary training takes (--positive);
+    any of them set is an error here. The checkpoint options and ``interrupt`` go to
+    :func:`calopt.fit_multiclass` (the caller turns its TrainingInterrupted into exit 130).
     """
     given = [name for name, value in binary_only.items() if value is not None]
     if given:
@@ -78,6 +84,7 @@ def train(
             backend=backend, dtype=dtype, device=device, epochs=epochs, batch_size=batch_size,
             seed=0 if seed is None else seed, callback=on_epoch,
             eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
+            checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, interrupt=interrupt,
         )
     finally:
         if progress is not None:

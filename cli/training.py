@@ -101,6 +101,26 @@ def _stop_requests() -> Iterator[threading.Event]:
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
 
 
+@contextmanager
+def _interruptible(checkpoint_path: Path) -> Iterator[threading.Event]:
+    """:func:`_stop_requests` around a training run; its TrainingInterrupted becomes one line
+    naming the checkpoint, and exit code 130."""
+    try:
+        with _stop_requests() as stop:
+            yield stop
+    except TrainingInterrupted as exc:
+        typer.echo(f"calopt: interrupted in {exc.checkpoint.describe()}: checkpoint written to "
+                   f"{checkpoint_path}; to continue, run the same command with --resume {checkpoint_path}",
+                   err=True)
+        raise typer.Exit(130) from None
+
+
+def _remove_finished_checkpoint(checkpoint_path: Path, checkpoint_every: int | None, resume: Path | None) -> None:
+    """The run is complete: nothing is left to resume."""
+    if checkpoint_every is not None or resume is not None:
+        checkpoint_path.unlink(missing_ok=True)
+
+
 def _summary_table(title: str, rows: list[tuple[str, dict[str, Any]]]) -> Table:
     table = Table(title=title)
     for column in ("data", "value", "TPR", "TNR"):
@@ -159,7 +179,8 @@ def train(
 
     Ctrl-C (or SIGTERM) stops after the current batch, writes a checkpoint and exits
     with code 130; the same command with --resume CHECKPOINT ends with the model an
-    uninterrupted run gives. The checkpoint is deleted once a run finishes.
+    uninterrupted run gives (multiclass runs too). The checkpoint is deleted once a run
+    finishes.
 
     Example: [bold]calopt train ijcnn1 --test ijcnn1.t --measure gmean[/bold]
     """
@@ -178,15 +199,18 @@ def train(
         test_set = align_features(_load(test, label_column=label_column, split="test"), train_set.n_features)
     elif data is None or (not Path(source).exists() and source in datasets.names()):
         test_set = datasets.load(source, "test")
-    if np.unique(train_set.labels).size > 2:  # one-vs-rest: calopt_cli.multiclass
-        return multiclass.train(
-            train_set, test_set, measure=measure, algorithm=algorithm, loss=loss, backend=backend, dtype=dtype,
-            device=device, epochs=epochs, batch_size=batch_size, seed=seed, model_out=model_out,
-            as_json=as_json, no_progress=no_progress, binary_only={
-                "--positive": positive, "--checkpoint": checkpoint, "--checkpoint-every": checkpoint_every,
-                "--resume": resume})
-    _check_labels(train_set, positive)
     checkpoint_path = _checkpoint_path(checkpoint, resume, model_out)
+    if np.unique(train_set.labels).size > 2:  # one-vs-rest: calopt_cli.multiclass
+        with _interruptible(checkpoint_path) as stop:
+            multiclass.train(
+                train_set, test_set, measure=measure, algorithm=algorithm, loss=loss, backend=backend,
+                dtype=dtype, device=device, epochs=epochs, batch_size=batch_size, seed=seed,
+                model_out=model_out, as_json=as_json, no_progress=no_progress,
+                binary_only={"--positive": positive}, checkpoint=checkpoint_path,
+                checkpoint_every=checkpoint_every, resume=resume, interrupt=stop.is_set)
+        _remove_finished_checkpoint(checkpoint_path, checkpoint_every, resume)
+        return
+    _check_labels(train_set, positive)
 
     progress = None
     if not (as_json or no_progress):
@@ -200,8 +224,8 @@ def train(
         if progress is not None:
             progress.update(task, completed=info.epoch, value=f"{info.seconds:.2f}s")
 
-    try:
-        with _stop_requests() as stop:
+    with _interruptible(checkpoint_path) as stop:
+        try:
             model = calopt.fit(
                 train_set.X, train_set.labels, measure=measure, algorithm=algorithm or None,
                 loss=loss or None, backend=backend, dtype=dtype, device=device, epochs=epochs,
@@ -210,21 +234,12 @@ def train(
                 checkpoint=checkpoint_path, checkpoint_every=checkpoint_every, resume=resume,
                 interrupt=stop.is_set,
             )
-    except TrainingInterrupted as exc:
-        if progress is not None:
-            progress.stop()
-            progress = None
-        typer.echo(f"calopt: interrupted in {exc.checkpoint.describe()}: checkpoint written to "
-                   f"{checkpoint_path}; to continue, run the same command with --resume {checkpoint_path}",
-                   err=True)
-        raise typer.Exit(130) from None
-    finally:
-        if progress is not None:
-            progress.stop()
+        finally:
+            if progress is not None:
+                progress.stop()
     if model_out is not None:
         model.save(model_out)
-    if checkpoint_every is not None or resume is not None:
-        checkpoint_path.unlink(missing_ok=True)  # the run is complete: nothing left to resume
+    _remove_finished_checkpoint(checkpoint_path, checkpoint_every, resume)
     if model.status < 0:
         typer.echo(f"calopt: warning: {model.message}", err=True)
     train_result = model.evaluate(train_set.X, train_set.labels)[0]

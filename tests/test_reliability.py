@@ -481,6 +481,144 @@ def test_train_restores_the_signal_handlers(tmp_path):
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
+# ------------------------------------------- multiclass: interrupted, resumed, and Ctrl-C anywhere
+def _four_classes(n: int = 500, d: int = 6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, np.argmax(X[:, :4] + 0.5 * rng.normal(size=(n, 4)), axis=1) + 1
+
+
+def _same_multiclass_model(resumed, reference, folder: Path) -> None:
+    np.testing.assert_array_equal(resumed.coef, reference.coef)
+    assert resumed.history == [{**row, "seconds": resumed.history[i]["seconds"]}
+                               for i, row in enumerate(reference.history)]
+    resumed.save(folder / "resumed.npz")
+    reference.save(folder / "reference.npz")
+    assert (folder / "resumed.npz").read_bytes() == (folder / "reference.npz").read_bytes()
+
+
+@pytest.mark.parametrize("algorithm", ["slnd", "stamp"])  # all classes at once; one class at a time
+def test_multiclass_resume_mid_epoch_gives_the_uninterrupted_model(tmp_path, algorithm):
+    X, y = _four_classes()
+    options = dict(algorithm=algorithm, measure="f1", epochs=3, batch_size=25, seed=5)
+    counter = _StopAt()
+    reference = calopt.fit_multiclass(X, y, **options, interrupt=counter)
+    batches = counter.calls
+    assert batches >= 3
+    for at in sorted({2, batches // 2 + 1, batches}):  # first batch of all, mid-run, the very last
+        path = tmp_path / f"at{at}.npz"
+        with pytest.raises(TrainingInterrupted) as stopped:
+            calopt.fit_multiclass(X, y, **options, checkpoint=path, interrupt=_StopAt(at))
+        assert stopped.value.path == path and path.is_file()
+        saved = Checkpoint.load(path)
+        assert saved.options["classes"] == [1, 2, 3, 4] and saved.batch >= 1
+        if algorithm == "stamp":  # the class it stopped in, and the ones finished before it
+            assert f"of 4), epoch {saved.epochs + 1}, after batch" in saved.describe()
+            assert len(saved.one_vs_rest["finished"]) == saved.one_vs_rest["class"]
+        again = tmp_path / f"again{at}.npz"
+        try:
+            resumed = calopt.fit_multiclass(X, y, **options, resume=path, checkpoint=again, interrupt=_StopAt(2))
+        except TrainingInterrupted:
+            resumed = calopt.fit_multiclass(X, y, **options, resume=again)
+        _same_multiclass_model(resumed, reference, tmp_path)
+        rest = _StopAt()  # the checkpoint object resumes too, without a file, and redoes no batch
+        resumed = calopt.fit_multiclass(X, y, **options, resume=stopped.value.checkpoint, interrupt=rest)
+        np.testing.assert_array_equal(resumed.coef, reference.coef)
+        assert rest.calls == batches - at
+    if algorithm == "stamp":  # stopped in the last class: the three before it come from the file
+        assert Checkpoint.load(tmp_path / f"at{batches}.npz").one_vs_rest["class"] == 3
+
+
+def test_multiclass_checkpoint_every_resumes_one_class_at_a_time(tmp_path):
+    X, y = _four_classes()
+    options = dict(algorithm="stamp", measure="f1", epochs=3, batch_size=25, seed=1)
+    reference = calopt.fit_multiclass(X, y, **options)
+    path = tmp_path / "every.npz"
+    seen: list[tuple[int, int, int] | None] = []
+
+    def watch(info):  # runs before the epoch's checkpoint is written
+        saved = Checkpoint.load(path) if path.exists() else None
+        seen.append(saved and (saved.one_vs_rest["class"], saved.epochs, saved.batch))
+        if len(seen) == 8:  # in class 2 (0-based) after its second epoch
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):  # killed outright: the last periodic checkpoint is all there is
+        calopt.fit_multiclass(X, y, **options, checkpoint=path, checkpoint_every=1, callback=watch)
+    # none after a class's last epoch (the next class starts from its own first epoch)
+    assert seen == [None, (0, 1, 0), (0, 2, 0), (0, 2, 0), (1, 1, 0), (1, 2, 0), (1, 2, 0), (2, 1, 0)]
+    _same_multiclass_model(calopt.fit_multiclass(X, y, **options, resume=path), reference, tmp_path)
+
+
+def test_multiclass_and_binary_checkpoints_refuse_each_other(tmp_path):
+    X, y = _four_classes()
+    path = tmp_path / "multi.npz"
+    with pytest.raises(TrainingInterrupted):
+        calopt.fit_multiclass(X, y, epochs=2, checkpoint=path, interrupt=_StopAt(3))
+    with pytest.raises(ParameterError, match=r"written with classes \[1, 2, 3, 4\], this run has \[-1, 1\]"):
+        calopt.fit(X, np.where(y == 1, 1, -1), epochs=2, resume=path)
+    with pytest.raises(ParameterError, match="seed 0, this run has 1"):
+        calopt.fit_multiclass(X, y, epochs=2, seed=1, resume=path)
+    with pytest.raises(ParameterError, match="written with algorithm 'slnd', this run has 'stamp'"):
+        calopt.fit_multiclass(X, y, algorithm="stamp", epochs=2, resume=path)
+    with pytest.raises(ParameterError, match="training data differ"):
+        calopt.fit_multiclass(X + 1e-9, y, epochs=2, resume=path)
+    binary = tmp_path / "binary.npz"
+    with pytest.raises(TrainingInterrupted):
+        calopt.fit(X, np.where(y == 1, 1, -1), epochs=2, checkpoint=binary, interrupt=_StopAt(3))
+    with pytest.raises(ParameterError, match=r"written with classes \[-1, 1\], this run has \[1, 2, 3, 4\]"):
+        calopt.fit_multiclass(X, y, epochs=2, resume=binary)
+    dump_svmlight_file(X, np.where(y == 1, 1, -1), str(tmp_path / "two.svm"))
+    result = runner.invoke(app, ["train", str(tmp_path / "two.svm"), "--resume", str(path), "--epochs", "2",
+                                 "--no-progress"])
+    assert_one_line_error(result, "multi.npz", "written with classes")
+
+
+def test_sigint_stops_a_multiclass_cli_run_that_resumes_to_the_same_model_bytes(tmp_path):
+    # SLND on letter (26 classes): batch size 1 makes ~40 ms epochs, a few seconds in all
+    train = [sys.executable, "-m", "calopt_cli", "train", "/work/shared/data/letter.keel.csv.bz2",
+             "--batch-size", "1", "--epochs", "80", "--seed", "2", "--no-progress"]
+    if not Path(train[4]).is_file():
+        pytest.skip("letter.keel.csv.bz2 not available")
+    reference = tmp_path / "reference.npz"
+    done = subprocess.run([*train, "--model-out", str(reference)], capture_output=True, text=True,
+                          env=_env(), cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    model, checkpoint = tmp_path / "model.npz", tmp_path / "model.ckpt.npz"
+    process = subprocess.Popen([*train, "--model-out", str(model), "--checkpoint-every", "1"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path)
+    _wait_for(checkpoint, process)  # epoch 1 is done
+    message = _stop(process, signal.SIGINT)
+    assert message.startswith("calopt: interrupted in epoch ") and f"--resume {checkpoint}" in message
+    assert not model.exists() and not list(tmp_path.glob(".*.tmp"))
+    assert Checkpoint.load(checkpoint).options["one_vs_rest"] == "together"
+    done = subprocess.run([*train, "--model-out", str(model), "--resume", str(checkpoint)],
+                          capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert not checkpoint.exists()
+    assert model.read_bytes() == reference.read_bytes()
+
+
+@pytest.mark.parametrize("command", ["train", "predict"])
+def test_ctrl_c_outside_training_is_one_line_and_exit_130(tmp_path, monkeypatch, command):
+    """A KeyboardInterrupt while a command loads its data: no traceback, no output file."""
+    import calopt_cli.training
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    data = _train_file(tmp_path)
+    model = _model_file(tmp_path)
+    monkeypatch.setattr(calopt_cli.training, "read_data", interrupted)
+    out = tmp_path / "out"
+    out.mkdir()
+    args = {"train": ["train", data, "--model-out", str(out / "m.npz"), "--no-progress"],
+            "predict": ["predict", model, data, "--out", str(out / "p.txt")]}[command]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 130, result.output
+    assert result.stderr == "calopt: interrupted\n" and "Traceback" not in result.output
+    assert list(out.iterdir()) == []
+
+
 # ------------------------------------------------------------------------------ determinism
 def test_same_seed_gives_the_same_model_bytes(tmp_path):
     X, y = _imbalanced(600)
