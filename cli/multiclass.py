@@ -142,15 +142,17 @@ def evaluate(model: MulticlassModel, model_path: Path, dataset: Dataset, measure
     if as_json:
         echo_json({"model": str(model_path), "data": dataset.source, **result})
         return
-    table = Table(title=f"{model_path} on {dataset.source} ({dataset.n_samples} rows): "
-                        f"top-1 {result['top1']:.4f}, top-5 {result['top5']:.4f}")
+    console = Console()
+    console.print(f"{model_path} on {dataset.source} ({dataset.n_samples} rows): "
+                  f"top-1 {result['top1']:.4f}, top-5 {result['top5']:.4f}")
+    table = Table()
     table.add_column("class")
     for entry in result["measures"]:
         table.add_column(entry["measure"], justify="right")
     for label in result["measures"][0]["per_class"]:
         table.add_row(label, *(f"{entry['per_class'][label]:.4f}" for entry in result["measures"]))
     table.add_row("macro", *(f"{entry['macro']:.4f}" for entry in result["measures"]), style="bold")
-    Console().print(table)
+    console.print(table)
 
 
 def prediction_lines(model: MulticlassModel, X: Any, *, scores: bool) -> list[str]:
