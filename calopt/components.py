@@ -36,10 +36,19 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return normalize_name(name), params
 
 
-def _convert(component: str, key: str, value: Any, default: Any) -> Any:
-    """Convert a parameter given as text to the type of its default."""
+def _convert(component: str, key: str, value: Any, default: Any, annotation: Any = "") -> Any:
+    """Convert a parameter given as text to the type of its default.
+
+    A parameter whose default is None takes ``none``, or a number: a whole number when
+    the field is annotated ``int | None``, else a float.
+    """
     if not isinstance(value, str) or isinstance(default, str):
         return value
+    if default is None:
+        if value.strip().lower() == "none":
+            return None
+        if str(annotation).replace(" ", "").split("|")[0] == "int":
+            default = 0
     try:
         if isinstance(default, bool):
             lowered = value.lower()
@@ -112,7 +121,8 @@ class Component:
             raise ParameterError(
                 f"{label} has no parameter {unknown[0]!r} (parameters: {have})"
             )
-        converted = {k: _convert(label, k, v, defaults[k]) for k, v in params.items()}
+        types = {f.name: f.type for f in dataclasses.fields(cls)}
+        converted = {k: _convert(label, k, v, defaults[k], types[k]) for k, v in params.items()}
         try:
             return cls(**converted)
         except ParameterError:

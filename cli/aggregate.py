@@ -14,7 +14,7 @@ from calopt.aggregate import aggregate as aggregate_models
 from calopt.aggregate import load_models
 from calopt.data import align_features
 from calopt.errors import ParameterError
-from calopt_cli.options import JsonOpt, MeasureOpt, SeedOpt, echo_json
+from calopt_cli.options import JsonOpt, MeasureOpt, SeedOpt, echo_json, epochs_text
 from calopt_cli.training import LabelColumnOpt, _load
 
 __all__ = ["aggregate"]
@@ -28,11 +28,12 @@ def aggregate(
         str,
         typer.Option("--data", help="Aggregation data: a data file or an embedded dataset name (its train split)."),
     ],
+    model_out: Annotated[Path, typer.Option("--model-out", "-o", help="Write the aggregate model here (.npz).")],
     radius: Annotated[
         float,
-        typer.Option("--lambda", help="λ, the total weight Σθ = λ of the models (the ℓ1 radius)."),
-    ],
-    model_out: Annotated[Path, typer.Option("--model-out", "-o", help="Write the aggregate model here (.npz).")],
+        typer.Option("--lambda", help="λ, the total weight Σθ = λ of the models (the ℓ1 radius); the "
+                     "models' scores are scaled to [-1, 1], so λ sets how confident the sum may get."),
+    ] = 100.0,
     measure: MeasureOpt = "",
     test: Annotated[
         Optional[str],
@@ -94,7 +95,7 @@ def aggregate(
         table.add_column(s.source, justify="right")
     for (name, theta, _), row in zip(rows, values):
         table.add_row(name, f"{theta:.4g}", *(f"{value:.4f}" for value in row))
-    table.caption = f"{model.options['epochs']} epochs, fit in {model.fit_seconds:.2f} s"
+    table.caption = f"{epochs_text(model.options['epochs'])}, fit in {model.fit_seconds:.2f} s"
     console = Console()
     console.print(table)
     console.print(f"model written to {model_out}")

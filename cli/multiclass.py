@@ -20,7 +20,7 @@ import calopt
 from calopt.data import Dataset
 from calopt.errors import ParameterError
 from calopt.multiclass import MulticlassModel, label_text
-from calopt_cli.options import echo_json, run_fields
+from calopt_cli.options import echo_json, epochs_text, run_fields
 
 __all__ = ["evaluate", "prediction_lines", "train"]
 
@@ -115,7 +115,7 @@ def train(
         table.add_row(name, f"{result['top1']:.4f}", f"{result['top5']:.4f}",
                       f"{result['measures'][0]['macro']:.4f}")
     rank = f", rank {model.options['rank']}" if model.options.get("rank") else ""
-    table.caption = (f"{model.options['backend']}, {model.options['epochs']} epochs{rank}, "
+    table.caption = (f"{model.options['backend']}, {epochs_text(model.options['epochs'])}{rank}, "
                      f"fit in {model.fit_seconds:.2f} s")
     console.print(table)
     console.print(_per_class_table(model.measure, results))

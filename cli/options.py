@@ -25,6 +25,7 @@ __all__ = [
     "PositiveOpt",
     "SeedOpt",
     "echo_json",
+    "epochs_text",
     "run_fields",
 ]
 
@@ -163,3 +164,8 @@ def run_fields(model: Any) -> dict[str, Any]:
         "backend": model.options["backend"], "dtype": model.options["dtype"],
         "fit_seconds": model.fit_seconds, "epochs": model.options["epochs"],
         "batch_size": model.options["batch_size"]}
+
+
+def epochs_text(epochs: int) -> str:
+    """``1 epoch``, ``10 epochs``: for table captions."""
+    return f"{epochs} epoch{'' if epochs == 1 else 's'}"

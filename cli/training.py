@@ -33,6 +33,7 @@ from calopt_cli.options import (
     PositiveOpt,
     SeedOpt,
     echo_json,
+    epochs_text,
     run_fields,
 )
 
@@ -257,7 +258,7 @@ def train(
     console = Console()
     rows = [(train_set.source, train_result)] + ([(test_set.source, test_result)] if test_result else [])
     table = _summary_table(f"{model.measure} · {model.algorithm}", rows)
-    table.caption = (f"{model.options['backend']}, {model.options['epochs']} epochs, "
+    table.caption = (f"{model.options['backend']}, {epochs_text(model.options['epochs'])}, "
                      f"fit in {model.fit_seconds:.2f} s")
     console.print(table)
     if model_out is not None:

@@ -366,3 +366,24 @@ def test_cli_trains_a9a_with_gd():
     refused = CliRunner().invoke(app, ["train", "a9a", "--algorithm", "gd", "--loss", "hinge",
                                        "--epochs", "1", "--json"])
     assert refused.exit_code == 2 and "bounded curvature" in refused.output
+
+
+@pytest.mark.parametrize(
+    "spec, key, expected",
+    [
+        ("subgradient:iterations=5", "iterations", 5),
+        ("slnd:rank=12,sample=none", "rank", 12),
+        ("slnd:rank=12,sample=none", "sample", None),
+        ("sgd:step=0.5", "step", 0.5),
+        ("sgd:step=none", "step", None),
+        ("mirror-descent:beta0=2", "beta0", 2.0),
+    ],
+)
+def test_optional_parameters_parse_from_specs(spec, key, expected):
+    value = getattr(calopt.get_algorithm(spec), key)
+    assert value == expected and type(value) is type(expected)
+
+
+def test_a_whole_number_parameter_refuses_a_fraction():
+    with pytest.raises(calopt.ParameterError, match="iterations='2.5' is not a valid int"):
+        calopt.get_algorithm("subgradient:iterations=2.5")

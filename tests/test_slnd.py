@@ -263,8 +263,10 @@ def test_slnd_beats_chance_by_far_on_letter_sized_data():
 def test_slnd_refuses_bad_parameters_and_losses():
     with pytest.raises(ParameterError, match="rank must be a whole number"):
         calopt.get_algorithm("slnd:rank=0")
-    with pytest.raises(ParameterError, match="sample must be a whole number"):
+    with pytest.raises(ParameterError, match="sample='2.5' is not a valid int"):
         calopt.get_algorithm("slnd:sample=2.5")
+    with pytest.raises(ParameterError, match="sample must be a whole number"):
+        calopt.get_algorithm("slnd", sample=2.5)
     with pytest.raises(ParameterError, match="step"):
         calopt.get_algorithm("slnd:step=-1")
     X, labels = _blobs(100, 3, 2, seed=15)
