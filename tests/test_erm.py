@@ -387,3 +387,24 @@ def test_optional_parameters_parse_from_specs(spec, key, expected):
 def test_a_whole_number_parameter_refuses_a_fraction():
     with pytest.raises(calopt.ParameterError, match="iterations='2.5' is not a valid int"):
         calopt.get_algorithm("subgradient:iterations=2.5")
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_wide_data_use_the_trace_bound_and_still_descend(monkeypatch, sparse):
+    """Above GRAM_MAX_FEATURES, M = sup F''·mean ‖x̃‖² + 2λ ≥ the exact constant; f never increases."""
+    from calopt_algorithms import erm
+
+    X, y = synthetic(n=150, d=6, seed=8)
+    l2 = 1e-3
+    data = scipy.sparse.csr_matrix(X) if sparse else X
+    problem = make_problem(X, y, "logistic", batch_size=17)
+    exact = run(calopt.get_algorithm("gd", l2=l2), problem, ArrayReader(data, y, problem.xp),
+                epochs=1, seed=1).state.smoothness
+    monkeypatch.setattr(erm, "GRAM_MAX_FEATURES", 4)
+    result = run(calopt.get_algorithm("gd", l2=l2), problem, ArrayReader(data, y, problem.xp),
+                 epochs=40, seed=1)
+    expected = 0.25 * np.mean(np.sum(X * X, axis=1) + 1) + 2 * l2
+    assert result.state.smoothness == pytest.approx(expected, rel=1e-12)
+    assert result.state.smoothness >= exact
+    values = np.array([row["objective"] for row in result.history])
+    assert np.all(np.diff(values) <= 1e-15) and values[-1] < values[0] - 0.01
