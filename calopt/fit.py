@@ -172,7 +172,9 @@ def fit(
     ``array-api-strict``, ``torch``, ``cupy``) defaults to X's own; ``dtype`` is
     float64 except on the GPU (float32). ``eval_set=(X_test, y_test)`` adds the test
     value of each epoch to the history. Returns a :class:`~calopt.model.LinearModel`
-    whose ``history`` has one row per epoch and ``fit_seconds`` the solver time.
+    whose ``history`` has one row per epoch (``train`` and ``test`` at the threshold
+    tuned as for the final model, so the last row is the model's own values) and
+    ``fit_seconds`` the solver time.
 
     Interruption (:mod:`calopt.checkpoint`): ``interrupt()`` is checked after every
     batch; when it returns true, training stops and raises
@@ -232,12 +234,23 @@ def fit(
         X_eval, y_eval = eval_set
         y_eval_pm = encode_like(to_numpy(y_eval), classes, source="evaluation labels")
         eval_data = _Data(X_eval, y_eval_pm, resolved, scale=data.scale)
+    tune_X, tune_y = (train_X, y_pm[kept]) if held.size == 0 else (
+        _rows(data.X, held, resolved), y_pm[held])
+
+    def tuned_threshold(w: Array, b: Array) -> float:
+        """The decision threshold for (w, b): tuned for the measure, or 0."""
+        if not tune_threshold:
+            return 0.0
+        return best_threshold(to_numpy(tune_X @ w + b), tune_y, measure)[0]
+
     record_seconds = 0.0
 
     def record(info: EpochRecord) -> dict[str, float]:
+        """The measure on the training (and test) data at this epoch's tuned threshold."""
         nonlocal record_seconds
         begun = time.perf_counter()
         w, b = info.weights
+        b = b - tuned_threshold(w, b)
         row = {"train": _measure_value(measure, w, b, train_X, train_y, xp)}
         if eval_data is not None:
             row["test"] = _measure_value(measure, w, b, eval_data.X, eval_data.y, xp)
@@ -251,11 +264,7 @@ def fit(
                            interrupt=interrupt)
     w, b = algorithm.weights(result.state)
     w_host, b_host = to_numpy(w).astype(np.float64), float(to_numpy(b))
-    threshold = 0.0
-    if tune_threshold:
-        tune_X, tune_y = (train_X, y_pm[kept]) if held.size == 0 else (
-            _rows(data.X, held, resolved), y_pm[held])
-        threshold, _ = best_threshold(to_numpy(tune_X @ w + b), tune_y, measure)
+    threshold = tuned_threshold(w, b)
     fit_seconds = time.perf_counter() - started - record_seconds + (resume.seconds if resume else 0.0)
     return LinearModel(
         coef=w_host / data.scale,

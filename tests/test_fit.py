@@ -199,3 +199,16 @@ def test_a_pickle_renamed_as_a_model_is_rejected_without_running(tmp_path):
     with pytest.raises(calopt.ModelFileError):
         LinearModel.load(sneaky)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("algorithm", ["stamp", "plugin"])
+def test_the_last_history_row_is_the_final_models_values(algorithm):
+    """History values use each epoch's tuned threshold, as the final model does."""
+    train, test = datasets.load("ijcnn1", "train"), datasets.load("ijcnn1", "test")
+    rows = np.random.default_rng(0).permutation(train.n_samples)[:6000]
+    X, y = train.X[rows], train.labels[rows]
+    model = calopt.fit(X, y, measure="f1", algorithm=algorithm, epochs=3, eval_set=(test.X, test.labels))
+    assert model.threshold != 0.0
+    if algorithm != "plugin":  # the plug-in's "train" is its training part, without the held-out 20%
+        assert model.history[-1]["train"] == pytest.approx(model.score(X, y), abs=1e-12)
+    assert model.history[-1]["test"] == pytest.approx(model.score(test.X, test.labels), abs=1e-12)
