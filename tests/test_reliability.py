@@ -716,3 +716,21 @@ def test_a_diverging_cli_run_warns_and_keeps_a_finite_model(tmp_path):
     assert result.stderr.startswith("calopt: warning: diverged in epoch 1: non-finite weights")
     saved = LinearModel.load(model)
     assert saved.status == NONFINITE and np.all(np.isfinite(saved.coef)) and np.isfinite(saved.intercept)
+
+
+def test_ctrl_c_while_the_cli_imports_is_one_line(monkeypatch, capsys):
+    """The console script imports the app inside main(): a Ctrl-C there is exit 130, no traceback."""
+    import calopt_cli
+
+    class Interrupting:  # a finder that is "interrupted" while calopt_cli.app imports
+        def find_spec(self, name, path=None, target=None):
+            if name == "calopt_cli.app":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "calopt_cli.app")
+    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
+    with pytest.raises(SystemExit) as info:
+        calopt_cli.main()
+    assert info.value.code == 130
+    assert capsys.readouterr().err == "calopt: interrupted\n"
