@@ -29,6 +29,11 @@ import numpy as np
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import is_sparse
 
+try:  # the C++ loops behind scipy's X[rows] and X.toarray(), without their checks and copies
+    from scipy.sparse._sparsetools import csr_row_index, csr_todense
+except ImportError:  # pragma: no cover - a SciPy that moved them: its public routes instead
+    csr_row_index = csr_todense = None
+
 __all__ = ["INTERRUPTED", "ArrayReader", "BatchReader", "EpochRecord", "LoopResult", "run"]
 
 Array = Any
@@ -57,11 +62,11 @@ class ArrayReader:
     :data:`GATHER_BATCH_ROWS` rows, and dense data of at least :data:`BATCH_GATHER_BYTES`,
     are gathered batch by batch instead. A CSR matrix with at least
     :data:`DENSE_DENSITY` nonzeros per cell is made dense once, here (ijcnn1); a sparser
-    one is permuted as CSR, a fraction of the bytes of a dense copy, and its slices are
-    served as dense arrays when it holds at least :data:`DENSE_BATCH_DENSITY` nonzeros
-    per cell (a9a), else as CSR built straight from the index arrays (w8a): scipy's own
-    row slicing and sparse products cost 50-60 µs a batch, a dense a9a batch 25 µs
-    (benchmarks/bench_throughput.py).
+    one is permuted as CSR (scipy's row gather on the index arrays, a fraction of the
+    bytes of a dense copy), and its slices are served as dense arrays when it holds at
+    least :data:`DENSE_BATCH_DENSITY` nonzeros per cell (a9a), else as CSR built straight
+    from the index arrays (w8a): scipy's own row slicing and sparse products cost 50-60 µs
+    a batch, a dense a9a batch 16 µs (benchmarks/bench_throughput.py).
     """
 
     X: Array
@@ -90,11 +95,11 @@ class ArrayReader:
         return int(self.X.shape[1])
 
     def epoch(self, batch_size: int, rng: np.random.Generator | None) -> Iterator[tuple[Array, Array]]:
-        X, y = self.X, self.y
+        X, y, order = self.X, self.y, None
         if rng is not None:
             order = rng.permutation(self.n_samples)
             if is_sparse(X):
-                X, y = X[order], self.xp.take(y, self.xp.asarray(order, device=self.device), axis=0)
+                y = self.xp.take(y, self.xp.asarray(order, device=self.device), axis=0)
             else:
                 index = self.xp.asarray(order, device=self.device)
                 if batch_size >= GATHER_BATCH_ROWS or _nbytes(X, self.xp) >= BATCH_GATHER_BYTES:
@@ -102,7 +107,7 @@ class ArrayReader:
                     return
                 X, y = self.xp.take(X, index, axis=0), self.xp.take(y, index, axis=0)
         if is_sparse(X):
-            yield from _sparse_batches(X, y, batch_size)
+            yield from _sparse_batches(X, y, batch_size, order)
             return
         n = self.n_samples
         for start in range(0, n, batch_size):
@@ -146,29 +151,58 @@ def _gathered_batches(
 #: (ijcnn1, 0.59: 2.8 ms dense against 6.2 ms; the reader table of bench_throughput.py).
 DENSE_DENSITY = 0.3
 #: Nonzeros per cell from which the batches of a CSR matrix are served dense (a9a, 0.11:
-#: about 18 µs to scatter a batch and 9 µs of dense products against 45-50 µs of scipy
-#: slicing and sparse products; w8a, 0.039 with 300 features: CSR is as fast or faster).
+#: about 7 µs to build a batch and 9 µs of dense products against 45-50 µs of scipy
+#: slicing and sparse products; w8a, 0.039 with 300 features: CSR is faster, a SPADE
+#: epoch 10.8 ms against 12.2 ms dense).
 DENSE_BATCH_DENSITY = 0.05
 
 
-def _sparse_batches(X: Any, y: Array, batch_size: int) -> Iterator[tuple[Any, Array]]:
-    """Consecutive row slices of a CSR matrix (NumPy only), dense when dense enough."""
+def _sparse_batches(
+    X: Any, y: Array, batch_size: int, order: np.ndarray | None = None
+) -> Iterator[tuple[Any, Array]]:
+    """Consecutive row slices of a CSR matrix (NumPy only), or of its rows ``order`` when
+    given (y already in that order), dense when dense enough."""
     n, d = X.shape
-    data, indices, indptr = X.data, X.indices, X.indptr
+    data, indices, indptr = (X.data, X.indices, X.indptr) if order is None else _csr_rows(X, order)
     dense = X.nnz >= DENSE_BATCH_DENSITY * n * d
-    row_starts = np.arange(0, min(batch_size, n) * d, d)  # offset of each row in a flat block
     for start in range(0, n, batch_size):
         stop = min(start + batch_size, n)
-        first, last = indptr[start], indptr[stop]
-        if dense:  # scatter the nonzeros into a zeroed (rows × d) block
-            batch = np.zeros((stop - start) * d, dtype=data.dtype)
-            cells = np.repeat(row_starts[:stop - start], indptr[start + 1:stop + 1] - indptr[start:stop])
-            cells += indices[first:last]
-            batch[cells] = data[first:last]
-            yield batch.reshape(stop - start, d), y[start:stop]
+        if dense:
+            yield _dense_rows(data, indices, indptr[start:stop + 1], d), y[start:stop]
         else:
+            first, last = indptr[start], indptr[stop]
             yield type(X)((data[first:last], indices[first:last], indptr[start:stop + 1] - first),
                           shape=(stop - start, d)), y[start:stop]
+
+
+def _csr_rows(X: Any, order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(data, indices, indptr) of the CSR matrix X[order]: scipy's row gather without the
+    checks and copies of a new matrix (a9a: 0.36 ms an epoch, X[order] 0.48 ms)."""
+    if csr_row_index is None or X.indices.dtype != X.indptr.dtype:
+        X = X[order]
+        return X.data, X.indices, X.indptr
+    indptr = np.empty(len(order) + 1, dtype=X.indptr.dtype)
+    indptr[0] = 0
+    np.cumsum(np.diff(X.indptr)[order], out=indptr[1:])
+    indices = np.empty(int(indptr[-1]), dtype=X.indices.dtype)
+    data = np.empty(int(indptr[-1]), dtype=X.data.dtype)
+    csr_row_index(len(order), order.astype(X.indptr.dtype), X.indptr, X.indices, X.data, indices, data)
+    return data, indices, indptr
+
+
+def _dense_rows(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, d: int) -> np.ndarray:
+    """The rows of a CSR matrix that ``indptr`` (a slice of its row pointers, not rebased)
+    delimits, as a zeroed (rows × d) block with their nonzeros added in."""
+    rows = len(indptr) - 1
+    block = np.zeros((rows, d), dtype=data.dtype)
+    if csr_todense is not None:  # one C++ loop over the rows (a9a: 7 µs a batch)
+        csr_todense(rows, d, indptr, indices, data, block)
+        return block
+    first, last = indptr[0], indptr[-1]
+    cells = np.repeat(np.arange(0, rows * d, d), np.diff(indptr))  # scattered: 17 µs a batch
+    cells += indices[first:last]
+    block.ravel()[cells] = data[first:last]
+    return block
 
 
 class EpochRecord(NamedTuple):
