@@ -110,6 +110,8 @@ def _decode(tree: Any, template: Any, arrays: dict[str, np.ndarray], backend: Ba
 
 
 def _checksum(arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> str:
+    """SHA-256 of the arrays (with their dtypes and shapes: states mix ints and floats) and the
+    metadata; model files keep their float64-only checksum so older files still verify."""
     digest = hashlib.sha256()
     for key in sorted(arrays):
         value = np.ascontiguousarray(arrays[key])

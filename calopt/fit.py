@@ -33,10 +33,10 @@ from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_nump
 from calopt.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
 from calopt.errors import ParameterError
 from calopt.measures import Measure, confusion_counts
-from calopt.model import LinearModel
+from calopt.model import LinearModel, json_label
 from calopt.solve import ArrayReader, EpochRecord, run
 
-__all__ = ["best_threshold", "default_algorithm", "fit"]
+__all__ = ["best_threshold", "default_algorithm", "default_loss", "fit", "resolve_backend"]
 
 Array = Any
 _DEFAULT_ALGORITHM = {"concave": "spade", "pseudo-linear": "stamp"}
@@ -47,6 +47,18 @@ _TRIAL_ROWS = 20_000
 def default_algorithm(measure: Measure) -> str:
     """The algorithm for the measure's family (concave → spade, pseudo-linear → stamp)."""
     return _DEFAULT_ALGORITHM.get(measure.family, "plugin")
+
+
+def default_loss(algorithm: Algorithm) -> str:
+    """The algorithm's own default loss, else hinge for a reward-driven algorithm, else logistic."""
+    return algorithm.default_loss or ("hinge" if algorithm.needs_reward else "logistic")
+
+
+def resolve_backend(X: Any, backend: str | None, dtype: str | None, device: Any) -> Backend:
+    """``backend`` by name (float32 by default on CuPy, else float64), or X's own when None."""
+    if backend is None:
+        return backend_of(X, dtype=dtype)
+    return get_backend(backend, dtype=dtype or ("float32" if backend == "cupy" else "float64"), device=device)
 
 
 def default_batch_size(n_samples: int) -> int:
@@ -189,7 +201,7 @@ def fit(
 
     measure = get_measure(measure)
     algorithm = get_algorithm(algorithm or default_algorithm(measure))
-    loss = get_loss(loss or algorithm.default_loss or ("hinge" if algorithm.needs_reward else "logistic"))
+    loss = get_loss(loss or default_loss(algorithm))
     if not (isinstance(epochs, int) and epochs >= 1):
         raise ParameterError(f"epochs must be a whole number ≥ 1, got {epochs!r}")
     if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
@@ -197,11 +209,7 @@ def fit(
     resume = checked_resume(checkpoint, checkpoint_every, resume)
 
     y_pm, classes = encode_binary(to_numpy(y), positive=positive, source="training labels")
-    if backend is None:
-        resolved = backend_of(X, dtype=dtype)
-    else:
-        resolved = get_backend(backend, dtype=dtype or ("float32" if backend == "cupy" else "float64"),
-                               device=device)
+    resolved = resolve_backend(X, backend, dtype, device)
     if X.shape[0] != y_pm.shape[0]:
         raise ParameterError(f"X has {X.shape[0]} rows but y has {y_pm.shape[0]} labels")
 
@@ -221,7 +229,7 @@ def fit(
                    "epochs": epochs, "batch_size": problem.batch_size, "seed": seed,
                    "backend": resolved.name, "dtype": resolved.dtype_name, "scale": scale,
                    "tune_threshold": tune_threshold, "eval_set": eval_set is not None,
-                   "classes": [c.item() if hasattr(c, "item") else c for c in classes]}
+                   "classes": [json_label(c) for c in classes]}
     fingerprint = functools.cache(lambda: data_fingerprint(data.X, y_pm, resolved, data.scale))
     if resume is not None:  # the step chosen by the interrupted run's trial
         resume.check(run_options, fingerprint())

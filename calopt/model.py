@@ -29,8 +29,8 @@ from calopt.backends import backend_of, is_sparse
 from calopt.errors import DataError, ModelFileError
 from calopt.measures import confusion_counts
 
-__all__ = ["FORMAT_VERSION", "LinearModel", "atomic_write", "linear_scores", "load_archive", "load_model", "read_npz",
-           "save_archive", "write_npz"]
+__all__ = ["FORMAT_VERSION", "LinearModel", "atomic_write", "json_label", "linear_scores", "load_archive", "load_model", "read_npz",
+           "save_archive", "saved_history", "write_npz"]
 
 FORMAT = "calopt-linear-model"
 FORMAT_VERSION = 1
@@ -165,9 +165,14 @@ def load_archive(path: str | os.PathLike, *, format: str, version: int,
     return arrays, metadata
 
 
-def _label(value: Any) -> Any:
+def json_label(value: Any) -> Any:
     """A class label as a JSON value (NumPy scalars become Python ones)."""
     return value.item() if hasattr(value, "item") else value
+
+
+def saved_history(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history as a model file keeps it: without the timings, which differ run to run."""
+    return [{k: v for k, v in row.items() if k not in _TIMINGS} for row in history]
 
 
 @dataclass
@@ -246,12 +251,12 @@ class LinearModel:
             "calopt_version": self.version,
             "intercept": float(self.intercept),
             "threshold": float(self.threshold),
-            "classes": [_label(c) for c in self.classes],
+            "classes": [json_label(c) for c in self.classes],
             "measure": self.measure,
             "algorithm": self.algorithm,
             "loss": self.loss,
             "options": self.options,
-            "history": [{k: v for k, v in row.items() if k not in _TIMINGS} for row in self.history],
+            "history": saved_history(self.history),
             "status": self.status,
             "message": self.message,
         }

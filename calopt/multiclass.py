@@ -27,10 +27,10 @@ import array_api_compat.numpy as npx
 import numpy as np
 
 from calopt.algorithms import Problem
-from calopt.backends import Backend, backend_of, get_backend, to_numpy
+from calopt.backends import backend_of, to_numpy
 from calopt.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
 from calopt.errors import DataError, ModelFileError, ParameterError, TrainingInterrupted
-from calopt.model import linear_scores, load_archive, save_archive
+from calopt.model import json_label, linear_scores, load_archive, save_archive, saved_history
 from calopt.solve import EpochRecord
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MulticlassModel", "fit_multiclass", "label_text"]
@@ -38,8 +38,6 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "MulticlassModel", "fit_multiclass", "lab
 Array = Any
 FORMAT = "calopt-multiclass-model"
 FORMAT_VERSION = 1
-#: Timings stay in memory, out of the file (equal models give equal bytes, as in calopt.model).
-_TIMINGS = ("fit_seconds", "seconds")
 
 
 def label_text(value: Any) -> str:
@@ -47,11 +45,6 @@ def label_text(value: Any) -> str:
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return str(int(value))
     return str(value)
-
-
-def _plain(value: Any) -> Any:
-    """A label as a JSON value (NumPy scalars become Python ones)."""
-    return value.item() if hasattr(value, "item") else value
 
 
 def _encode(labels: Any, classes: tuple[Any, ...], source: str) -> np.ndarray:
@@ -70,13 +63,6 @@ def _encode(labels: Any, classes: tuple[Any, ...], source: str) -> np.ndarray:
         raise DataError(f"{source}: row {int(unknown[0]) + 1}: label {label_text(labels[unknown[0]])} "
                         f"is not one of the model's classes ({shown})")
     return codes
-
-
-def _resolve(X: Any, backend: str | None, dtype: str | None, device: Any) -> Backend:
-    """The backend as calopt.fit resolves it (X's own unless named)."""
-    if backend is None:
-        return backend_of(X, dtype=dtype)
-    return get_backend(backend, dtype=dtype or ("float32" if backend == "cupy" else "float64"), device=device)
 
 
 @dataclass
@@ -174,12 +160,12 @@ class MulticlassModel:
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
             "calopt_version": self.version,
-            "classes": [_plain(c) for c in self.classes],
+            "classes": [json_label(c) for c in self.classes],
             "measure": self.measure,
             "algorithm": self.algorithm,
             "loss": self.loss,
             "options": self.options,
-            "history": [{k: v for k, v in row.items() if k not in _TIMINGS} for row in self.history],
+            "history": saved_history(self.history),
             "status": self.status,
             "message": self.message,
         }
@@ -259,7 +245,7 @@ def fit_multiclass(
     """
     from calopt import __version__, get_algorithm, get_loss, get_measure
     from calopt.data import encode_multiclass
-    from calopt.fit import _Data, default_batch_size
+    from calopt.fit import _Data, default_batch_size, default_loss, resolve_backend
 
     labels = to_numpy(y)
     codes, classes = encode_multiclass(labels)
@@ -272,11 +258,11 @@ def fit_multiclass(
     resume = checked_resume(checkpoint, checkpoint_every, resume)
     measure = get_measure(measure)
     algorithm = get_algorithm(algorithm)
-    loss = get_loss(loss or algorithm.default_loss or ("hinge" if algorithm.needs_reward else "logistic"))
-    classes = tuple(_plain(c) for c in classes)
+    loss = get_loss(loss or default_loss(algorithm))
+    classes = tuple(json_label(c) for c in classes)
     C = len(classes)
     started = time.perf_counter()
-    resolved = _resolve(X, backend, dtype, device)
+    resolved = resolve_backend(X, backend, dtype, device)
     # what a resumed run must repeat; "classes" tells a multiclass checkpoint from a binary one
     options = {"classes": list(classes), "one_vs_rest": "together" if algorithm.multiclass else "per class",
                "measure": measure.spec, "algorithm": algorithm.spec, "loss": loss.spec, "epochs": epochs,

@@ -20,7 +20,7 @@ from calopt import datasets
 from calopt.data import Dataset, align_features, encode_binary, read_data
 from calopt.errors import ParameterError, TrainingInterrupted
 from calopt.model import atomic_write, load_model
-from calopt.multiclass import MulticlassModel
+from calopt.multiclass import MulticlassModel, label_text
 from calopt_cli import multiclass
 from calopt_cli.options import (
     AlgorithmOpt,
@@ -309,16 +309,10 @@ def predict(
         lines = multiclass.prediction_lines(model, dataset.X, scores=scores)
     else:
         values = np.asarray(model.decision_function(dataset.X)) if scores else model.predict(dataset.X)
-        lines = [repr(float(v)) if scores else _label_text(v) for v in values]
+        lines = [repr(float(v)) if scores else label_text(v) for v in values]
     text = "\n".join(lines) + ("\n" if lines else "")
     if out is None:
         typer.echo(text, nl=False)
     else:
         atomic_write(out, lambda handle: handle.write(text), mode="w")
 
-
-def _label_text(value: Any) -> str:
-    """A label as written in label files: 1 rather than 1.0 for whole numbers."""
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
-    return str(value)
