@@ -51,6 +51,8 @@ def load_models(models: Models) -> dict[str, LinearModel]:
         for i, item in enumerate(models):
             if isinstance(item, LinearModel):
                 named[f"models[{i}]"] = item
+            elif str(item) in named:
+                raise ParameterError(f"{item}: given twice; aggregate distinct models")
             else:
                 named[str(item)] = LinearModel.load(item)
     if len(named) < 2:

@@ -315,11 +315,12 @@ def test_cli_aggregates_two_models(saved, tmp_path):
     ("narrow", "narrow.npz: has 4 features"),
     ("lambda", "--lambda must be a finite number > 0"),
     ("one", "at least 2 models"),
+    ("twice", "given twice"),
 ])
 def test_cli_bad_inputs_are_one_line_and_write_nothing(saved, tmp_path, case, message):
     folder, paths = saved
     models = {"missing": [paths[0], folder / "missing.npz"], "narrow": [paths[0], folder / "narrow.npz"],
-              "lambda": paths, "one": paths[:1]}[case]
+              "lambda": paths, "one": paths[:1], "twice": [paths[0], paths[0]]}[case]
     out = tmp_path / "agg.npz"
     result = runner.invoke(app, ["aggregate", *map(str, models), "--data", str(folder / "agg.svm"),
                                  "--lambda", "0" if case == "lambda" else "1", "--model-out", str(out)])
