@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from calopt.aggregate import aggregate as aggregate_models
-from calopt.aggregate import load_models
+from calopt.aggregate import RADIUS, load_models
 from calopt.data import align_features
 from calopt.errors import ParameterError
 from calopt_cli.options import JsonOpt, MeasureOpt, SeedOpt, echo_json, epochs_text
@@ -31,27 +31,34 @@ def aggregate(
     model_out: Annotated[Path, typer.Option("--model-out", "-o", help="Write the aggregate model here (.npz).")],
     radius: Annotated[
         float,
-        typer.Option("--lambda", help="λ, the total weight Σθ = λ of the models (the ℓ1 radius); the "
-                     "models' scores are scaled to [-1, 1], so λ sets how confident the sum may get."),
-    ] = 100.0,
+        typer.Option("--lambda", help="λ, the total weight Σθ = λ of the models (the ℓ1 radius). Each "
+                     "model is scaled to its best logistic fit on DATA, so λ = 1 mixes them as they "
+                     "are and a larger λ makes the mixture more confident."),
+    ] = RADIUS,
     measure: MeasureOpt = "",
     test: Annotated[
         Optional[str],
         typer.Option("--test", help="Test data, scored after aggregating (an embedded name: its test split)."),
     ] = None,
     epochs: Annotated[int, typer.Option("--epochs", "-e", help="Passes over the aggregation data.")] = 10,
+    weighting: Annotated[
+        str,
+        typer.Option("--weighting", help="'measure': weigh the loss per class by the measure's gradient at "
+                     "the best model on DATA; 'none': the plain logistic loss."),
+    ] = "measure",
     seed: SeedOpt = 0,
     label_column: LabelColumnOpt = "-1",
     as_json: JsonOpt = False,
 ) -> None:
     """Combine trained models into one, Σθᵢ·hᵢ(x) with θ ≥ 0 and Σθ = λ (mirror descent, paper 001).
 
-    Each model's scores are divided by their largest absolute value on DATA; the
-    weights minimise the logistic loss by mirror descent with averaging, and the
+    Each model's scores are scaled to their best logistic fit on DATA; the weights
+    minimise the logistic loss, each class weighted by the measure's gradient at the
+    best of the models, by mirror descent with averaging, and the
     threshold is tuned for the measure (default: the models' own) on DATA. The result
     is an ordinary linear model for evaluate and predict.
 
-    Example: [bold]calopt aggregate f1-stamp.npz f1-plugin.npz --data a9a --lambda 100 -o f1-agg.npz[/bold]
+    Example: [bold]calopt aggregate f1-stamp.npz f1-plugin.npz --data a9a -o f1-agg.npz[/bold]
     """
     if not (math.isfinite(radius) and radius > 0):
         raise ParameterError(f"--lambda must be a finite number > 0, got {radius}")
@@ -64,7 +71,7 @@ def aggregate(
     if test is not None:
         test_set = align_features(_load(test, label_column=label_column, split="test"), n_features)
     model = aggregate_models(named, data_set.X, data_set.labels, radius=radius, measure=measure or None,
-                             epochs=epochs, seed=seed if seed is not None else 0)
+                             epochs=epochs, seed=seed if seed is not None else 0, weighting=weighting)
     model.save(model_out)
 
     sets = [data_set] + ([test_set] if test_set is not None else [])
@@ -76,6 +83,7 @@ def aggregate(
         echo_json({
             "measure": model.measure,
             "lambda": radius,
+            "class_weights": dict(zip(("negative", "positive"), details["class_weights"])),
             "models": [
                 {"model": name, "theta": theta, "scale": scale,
                  **{key: value for key, value in zip(("data", "test"), row)}}

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 import calopt
 from calopt import datasets
-from calopt.aggregate import aggregate
+from calopt.aggregate import aggregate, measure_weights
 from calopt.algorithms import Problem
 from calopt.errors import CaloptError, ModelFileError, ParameterError
 from calopt.model import LinearModel
@@ -59,24 +59,36 @@ def _batches(n, batch_size, epochs, seed):
     return out
 
 
-def mirror_reference(X, y, batches, *, radius, loss="logistic", signed=True, beta0=None):
-    """Paper 001, eqs. 9-11, one point at a time inside each batch. Returns (θ̂, θ_t)."""
+def mirror_reference(X, y, batches, *, radius, loss="logistic", signed=True, beta0=None, temperature="adaptive",
+                     weights=(1.0, 1.0)):
+    """Paper 001, eqs. 9-11, one point at a time inside each batch. Returns (θ̂, θ_t).
+
+    β_t: β₀·√(t+1) for a given β₀; the Theorem's L·√(t+1)/√(ln M); or adaptive,
+    √(Σ_{j≤t} ‖u_j‖²_∞ / ln M), u_j the batch mean gradient. ``weights`` = (w₋, w₊)
+    weigh each point's loss by its class.
+    """
     n = X.shape[0]
     H = np.hstack([X, -X, np.ones((n, 1)), -np.ones((n, 1))]) if signed else X
     M = H.shape[1]
     dphi = DERIVATIVE[loss]
     zeta, theta, theta_sum = np.zeros(M), np.full(M, radius / M), np.zeros(M)
-    bound = 1.0
+    bound, squares = 1.0, 0.0
     for t, batch in enumerate(batches, start=1):
         u = np.zeros(M)
         for i in batch:
-            u += dphi(y[i] * (theta @ H[i])) * y[i] * H[i]
+            u += weights[int(y[i] > 0)] * dphi(y[i] * (theta @ H[i])) * y[i] * H[i]
         zeta = zeta + u / len(batch)  # γ_i = 1
         bound = max(bound, float(np.abs(X[batch]).max()))  # K: sup |h(x)| so far
-        lipschitz = bound * max(abs(dphi(-bound * radius)), abs(dphi(bound * radius)))
-        beta = (beta0 if beta0 is not None else lipschitz / math.sqrt(math.log(M))) * math.sqrt(t + 1)
+        squares += float(np.max(np.abs(u / len(batch)))) ** 2
+        lipschitz = bound * max(weights) * max(abs(dphi(-bound * radius)), abs(dphi(bound * radius)))
+        if beta0 is not None:
+            beta = beta0 * math.sqrt(t + 1)
+        elif temperature == "theorem":
+            beta = lipschitz / math.sqrt(math.log(M)) * math.sqrt(t + 1)
+        else:
+            beta = math.sqrt(squares / math.log(M))
         theta_sum += theta  # θ_{t−1} enters the average
-        theta = radius * softmax(-zeta / beta)
+        theta = radius * (softmax(-zeta / beta) if beta > 0 else np.full(M, 1 / M))
     return theta_sum / len(batches), theta
 
 
@@ -88,20 +100,26 @@ def _signed_weights(theta, d):
 def test_mirror_descent_is_registered_with_the_documented_parameters():
     algorithm = calopt.get_algorithm("mirror-descent:radius=3,beta0=0.5")
     assert (algorithm.radius, algorithm.beta0, algorithm.signed) == (3.0, 0.5, True)
+    assert algorithm.temperature == "adaptive"
+    assert calopt.get_algorithm("mirror-descent:temperature=theorem").temperature == "theorem"
     assert algorithm.needs_reward is False and algorithm.family == "any"
     for bad in ("mirror-descent:radius=0", "mirror-descent:radius=-1", "mirror-descent:beta0=0"):
         with pytest.raises(ParameterError, match="must be a finite number > 0"):
             calopt.get_algorithm(bad)
+    with pytest.raises(ParameterError, match="temperature must be 'adaptive' or 'theorem', got 'hot'"):
+        calopt.get_algorithm("mirror-descent:temperature=hot")
 
 
+@pytest.mark.parametrize("temperature", ["adaptive", "theorem"])
 @pytest.mark.parametrize("loss", ["logistic", "hinge", "exponential"])
-def test_batch_one_is_the_pointwise_algorithm(loss, backend):
+def test_batch_one_is_the_pointwise_algorithm(loss, temperature, backend):
     X, y = _dataset()
-    algorithm = calopt.get_algorithm("mirror-descent", radius=2.0)
+    algorithm = calopt.get_algorithm("mirror-descent", radius=2.0, temperature=temperature)
     problem = _problem(X, y, loss, backend=backend.name.split(":")[0])
     result = run(algorithm, problem, ArrayReader(backend.asarray(X), backend.asarray(y), backend.xp),
                  epochs=3, seed=5)
-    theta_avg, theta = mirror_reference(X, y, _batches(40, 1, 3, 5), radius=2.0, loss=loss)
+    theta_avg, theta = mirror_reference(X, y, _batches(40, 1, 3, 5), radius=2.0, loss=loss,
+                                        temperature=temperature)
     np.testing.assert_allclose(backend.to_numpy(result.state.theta_avg), theta_avg, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(backend.to_numpy(result.state.theta), theta, rtol=1e-10, atol=1e-13)
     w, b = algorithm.weights(result.state)
@@ -110,14 +128,20 @@ def test_batch_one_is_the_pointwise_algorithm(loss, backend):
     assert float(backend.to_numpy(b)) == pytest.approx(b_ref, rel=1e-10, abs=1e-13)
 
 
-@pytest.mark.parametrize("signed, beta0, scale", [(True, None, 3.0), (False, None, 1.0), (True, 0.7, 1.0)])
-def test_minibatch_is_the_mean_of_pointwise_gradients(signed, beta0, scale):
+@pytest.mark.parametrize("signed, beta0, scale, temperature, weights", [
+    (True, None, 3.0, "theorem", (1.0, 1.0)), (False, None, 1.0, "theorem", (0.5, 2.5)),
+    (True, None, 3.0, "adaptive", (1.0, 1.0)), (False, None, 1.0, "adaptive", (0.5, 2.5)),
+    (True, 0.7, 1.0, "adaptive", (1.0, 1.0))])
+def test_minibatch_is_the_mean_of_pointwise_gradients(signed, beta0, scale, temperature, weights):
     """Batch 7 (the last batch of each epoch shorter); data beyond [−1, 1] raise K."""
     X, y = _dataset(n=40, d=3, seed=1, scale=scale)
-    algorithm = calopt.get_algorithm("mirror-descent", radius=1.5, signed=signed, beta0=beta0)
+    algorithm = calopt.get_algorithm("mirror-descent", radius=1.5, signed=signed, beta0=beta0,
+                                     temperature=temperature, negative_weight=weights[0],
+                                     positive_weight=weights[1])
     problem = _problem(X, y, batch_size=7)
     result = run(algorithm, problem, ArrayReader(X, y, problem.xp), epochs=2, seed=2)
-    theta_avg, _ = mirror_reference(X, y, _batches(40, 7, 2, 2), radius=1.5, signed=signed, beta0=beta0)
+    theta_avg, _ = mirror_reference(X, y, _batches(40, 7, 2, 2), radius=1.5, signed=signed, beta0=beta0,
+                                    temperature=temperature, weights=weights)
     np.testing.assert_allclose(result.state.theta_avg, theta_avg, rtol=1e-10, atol=1e-13)
     assert float(result.state.bound) == pytest.approx(max(1.0, np.abs(X).max()))
 
@@ -159,8 +183,11 @@ def _exact_risk(w, b, radius):
     return float(np.mean(np.logaddexp(0.0, -(w[0] + patterns @ noise))))
 
 
-def test_excess_risk_is_within_the_theorem_bound_and_shrinks():
+@pytest.mark.parametrize("temperature", ["theorem", "adaptive"])
+def test_excess_risk_is_within_the_theorem_bound_and_shrinks(temperature):
     """Paper 001, Theorem: E A(θ̂_t) − min A ≤ 2·L·λ·√(ln M)·√(t+1)/t.
+
+    The Theorem is for its own β; the adaptive β (never larger) must keep within it too.
 
     Column 1 is the label itself and the others are independent signs, so by Jensen
     A(θ) ≥ φ(w₁) ≥ φ(λ) for logistic φ: min A = φ(λ), at θ = λ·e₁. A(θ̂) is computed
@@ -170,7 +197,7 @@ def test_excess_risk_is_within_the_theorem_bound_and_shrinks():
     m = 2 * d + 2
     lipschitz = 1.0 * expit(radius)  # K = 1, |φ'(−λ)| = 1/(1 + e^{−λ})
     best = float(np.logaddexp(0.0, -radius))
-    algorithm = calopt.get_algorithm("mirror-descent", radius=radius)
+    algorithm = calopt.get_algorithm("mirror-descent", radius=radius, temperature=temperature)
     gaps = []
     for t in (16, 128, 1024):
         excess = []
@@ -218,14 +245,14 @@ def _data(truth, n=400, seed=1):
 def test_aggregate_is_the_theta_weighted_linear_model():
     models, truth = _models()
     X, y = _data(truth)
-    model = aggregate(models, X, y, radius=5.0, epochs=3, batch_size=16, seed=0)
+    model = aggregate(models, X, y, epochs=3, batch_size=16, seed=0)
     info = model.options["aggregate"]
     theta, scales = np.array(info["theta"]), np.array(info["scales"])
     assert info["models"] == ["models[0]", "models[1]", "models[2]"]
-    assert np.all(theta >= 0) and theta.sum() == pytest.approx(5.0)
+    assert np.all(theta >= 0) and theta.sum() == pytest.approx(1.0)  # λ = 1 by default
     assert int(np.argmax(theta)) == 0  # the true model gets the most weight
     base_scores = np.column_stack([X @ m.coef + m.intercept for m in models])
-    np.testing.assert_allclose(scales, np.abs(base_scores).max(axis=0))
+    _assert_risk_optimal(base_scores / scales, y, info["class_weights"])
     np.testing.assert_allclose(model.coef, sum(t * m.coef / s for t, m, s in zip(theta, models, scales)))
     combined = (base_scores / scales) @ theta
     np.testing.assert_allclose(model.decision_function(X), combined - model.threshold, atol=1e-12)
@@ -237,14 +264,85 @@ def test_aggregate_is_the_theta_weighted_linear_model():
     assert [row["epoch"] for row in model.history] == [1, 2, 3]
 
 
+def _assert_risk_optimal(H, y, class_weights=(1.0, 1.0)):
+    """Each column h of H is at its best scale a = 1 of the risk mean w_y·log(1 + e^{−y·a·h}), a > 0.
+
+    An informative score has the derivative 0 there; one no better than chance has its
+    best a at the search's lower end (h ≈ 0) with the risk rising in a.
+    """
+    w = np.where(y > 0, class_weights[1], class_weights[0])
+    for h in H.T:
+        slope = np.mean(-w * expit(-y * h) * y * h)  # d/da at a = 1
+        risks = [np.mean(w * np.logaddexp(0.0, -a * y * h)) for a in (0.9, 1.0, 1.1)]
+        if np.max(np.abs(h)) < 1e-3:
+            assert slope > 0 and risks[0] < risks[1] < risks[2]
+        else:
+            assert abs(slope) <= 1e-6 * np.mean(w * h * h), slope
+            assert risks[1] < min(risks[0], risks[2])
+
+
 def test_aggregate_theta_is_the_mirror_descent_of_the_scaled_scores():
     models, truth = _models()
     X, y = _data(truth, n=100)
     model = aggregate(models, X, y, radius=3.0, epochs=2, batch_size=10, seed=4)
+    info = model.options["aggregate"]
     H = np.column_stack([X @ m.coef + m.intercept for m in models])
-    H /= np.abs(H).max(axis=0)
-    theta_avg, _ = mirror_reference(H, y, _batches(100, 10, 2, 4), radius=3.0, signed=False)
-    np.testing.assert_allclose(model.options["aggregate"]["theta"], theta_avg, rtol=1e-10)
+    H /= np.array(info["scales"])
+    _assert_risk_optimal(H, y, info["class_weights"])
+    theta_avg, _ = mirror_reference(H, y, _batches(100, 10, 2, 4), radius=3.0, signed=False,
+                                    weights=tuple(info["class_weights"]))
+    np.testing.assert_allclose(info["theta"], theta_avg, rtol=1e-10)
+
+
+def _f1_gradient(tpr, tnr, p):
+    """∂F1/∂(TPR, TNR), F1 = 2p·TPR / (p·(1 + TPR) + (1 − p)·(1 − TNR)), by hand."""
+    denominator = p * (1 + tpr) + (1 - p) * (1 - tnr)
+    return 2 * p * (p + (1 - p) * (1 - tnr)) / denominator**2, 2 * p * tpr * (1 - p) / denominator**2
+
+
+def test_measure_weights_are_the_measure_gradient_at_the_best_model():
+    models, truth = _models()
+    X, y = _data(truth, n=400)
+    scores = np.column_stack([X @ m.coef + m.intercept for m in models])
+    positive, negative, best = measure_weights(scores, y, calopt.get_measure("f1"))
+    # the best model and its threshold, by brute force with scikit-learn
+    cuts = {j: np.unique(scores[:, j]) for j in range(3)}
+    values = {(j, c): f1_score(y, np.where(scores[:, j] > c, 1.0, -1.0)) for j in range(3) for c in cuts[j]}
+    (j, cut), _ = max(values.items(), key=lambda item: item[1])
+    assert best == j == 0
+    predicted = scores[:, j] > cut
+    tpr, tnr, p = np.mean(predicted[y > 0]), np.mean(~predicted[y < 0]), np.mean(y > 0)
+    a, b = _f1_gradient(tpr, tnr, p)
+    assert positive == pytest.approx(a / ((a + b) * p), rel=1e-6)
+    assert negative == pytest.approx(b / ((a + b) * (1 - p)), rel=1e-6)
+    assert p * positive + (1 - p) * negative == pytest.approx(1.0)  # the weights average 1
+    # min(TPR, TNR) away from its kink has one zero partial derivative: balanced weights
+    positive, negative, _ = measure_weights(scores[:, 1:], y, calopt.get_measure("min"))
+    assert (positive, negative) == pytest.approx((1 / (2 * p), 1 / (2 * (1 - p))))
+
+
+def test_aggregate_without_weighting_uses_the_plain_loss():
+    models, truth = _models()
+    X, y = _data(truth, n=100)
+    model = aggregate(models, X, y, epochs=1, weighting="none")
+    assert model.options["aggregate"]["class_weights"] == [1.0, 1.0]
+    assert model.options["aggregate"]["anchor"] is None
+    with pytest.raises(ParameterError, match="weighting must be 'measure' or 'none', got 'f1'"):
+        aggregate(models, X, y, weighting="f1")
+
+
+def test_aggregate_with_radius_one_is_never_worse_in_risk_than_its_best_model():
+    """λ = 1: every model alone is a vertex of Θ, so enough mirror descent beats the best of them."""
+    models, truth = _models()
+    X, y = _data(truth, n=400)
+    model = aggregate(models, X, y, epochs=30, batch_size=8, seed=0)
+    scales = np.array(model.options["aggregate"]["scales"])
+    H = np.column_stack([X @ m.coef + m.intercept for m in models]) / scales
+    w = np.where(y > 0, *model.options["aggregate"]["class_weights"][::-1])
+    risk = lambda scores: float(np.mean(w * np.logaddexp(0.0, -y * scores)))
+    theta = np.array(model.options["aggregate"]["theta"])
+    assert theta.sum() == pytest.approx(1.0)
+    assert risk(H @ theta) <= min(risk(h) for h in H.T) + 1e-3
 
 
 def test_aggregate_refuses_mismatched_models():
@@ -297,6 +395,9 @@ def test_cli_aggregates_two_models(saved, tmp_path):
     report = json.loads(result.stdout)
     assert [row["model"] for row in report["models"]] == [str(p) for p in paths]
     assert sum(row["theta"] for row in report["models"]) == pytest.approx(5.0)
+    weights = LinearModel.load(out).options["aggregate"]["class_weights"]
+    assert [report["class_weights"]["negative"], report["class_weights"]["positive"]] == weights
+    assert weights[1] > weights[0]  # F1 on a9a (24% positives) weighs a positive more
     model = LinearModel.load(out)
     test = datasets.load("a9a", "test")
     assert report["aggregate"]["test"] == pytest.approx(model.score(test.X, test.labels))
@@ -316,14 +417,16 @@ def test_cli_aggregates_two_models(saved, tmp_path):
     ("lambda", "--lambda must be a finite number > 0"),
     ("one", "at least 2 models"),
     ("twice", "given twice"),
+    ("weighting", "weighting must be 'measure' or 'none', got 'both'"),
 ])
 def test_cli_bad_inputs_are_one_line_and_write_nothing(saved, tmp_path, case, message):
     folder, paths = saved
     models = {"missing": [paths[0], folder / "missing.npz"], "narrow": [paths[0], folder / "narrow.npz"],
-              "lambda": paths, "one": paths[:1], "twice": [paths[0], paths[0]]}[case]
+              "lambda": paths, "one": paths[:1], "twice": [paths[0], paths[0]], "weighting": paths}[case]
     out = tmp_path / "agg.npz"
     result = runner.invoke(app, ["aggregate", *map(str, models), "--data", str(folder / "agg.svm"),
-                                 "--lambda", "0" if case == "lambda" else "1", "--model-out", str(out)])
+                                 "--lambda", "0" if case == "lambda" else "1", "--model-out", str(out),
+                                 "--weighting", "both" if case == "weighting" else "measure"])
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr
     assert not out.exists() and list(tmp_path.iterdir()) == []
