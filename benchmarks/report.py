@@ -288,15 +288,32 @@ def _slnd_section() -> list[str]:
                      f"{'yes' if done['slnd_top1_at_least_sgdclassifier'] else 'no'} |")
     lines += [
         "", "The column \"≤ 1/5 of the passes\" judges against plain SGD at its best step. Read",
-        "literally, \"the same loop without H*\" also keeps SLND's step (8), and then plain SGD",
-        "does not reach SLND's accuracy in 100 passes on either data set.",
-        "", "On letter SLND's first pass (0.63) is already ahead of plain SGD after 100 passes at any",
-        "step; on MNIST plain SGD with a large step tuned in hindsight (512) reaches SLND's 10-pass",
-        "accuracy by pass 7, so the paper's \"order of magnitude\" does not hold there. A follow-up",
-        "search chosen on a validation part of the training split (rank by explained variance,",
-        "all rows for H, 1/√t decay, averaging, Tikhonov damping of the inverse with larger steps)",
-        "found at best 2-3× fewer passes than tuned plain SGD on MNIST, and the damped settings",
-        "that did best there lost 2-8 points on letter, so the defaults stay as the paper has them.",
+        "literally, \"the same loop without H*\" also keeps SLND's step, and then (the step",
+        "SLND uses is in the grid) plain SGD does not reach SLND's accuracy in",
+        f"{result['sgd_passes']} passes on either data set.", "",
+        "Passes the best plain SGD (hindsight step per target) needs to match SLND's accuracy",
+        "after k passes, for k = 1, 2, 3, 5, 10:", "",
+    ]
+    for ds in result["datasets"]:
+        curve = ds["slnd"]["test_top1"]
+        matches = []
+        for k in (1, 2, 3, 5, 10):
+            target = curve[k - 1]
+            needed = [next((i + 1 for i, v in enumerate(s["test_top1"]) if v >= target), None) for s in ds["sgd"]]
+            reached = [n for n in needed if n is not None]
+            matches.append(f"k={k} ({target:.3f}): {min(reached) if reached else '>' + str(result['sgd_passes'])}")
+        lines.append(f"- {ds['name']}: " + ", ".join(matches))
+    lines += [
+        "", "SLND keeps gaining slowly after its first passes (the preconditioner is the Hessian",
+        "at w = 0, and the loss's curvature shrinks as margins grow), so \"the pass at which it",
+        "first reaches its final accuracy\" lands late, while a plain SGD with a large step",
+        "tuned in hindsight closes in on MNIST: there SLND is 2-3× ahead, not the paper's",
+        "\"order of magnitude\" (letter: more than 10×). Searches on a validation part of the training split (rank",
+        "by explained variance, all rows for H, 1/√t decay, Tikhonov damping with larger",
+        "steps) found at best 2-3×, and the damped settings lost 2-8 points on letter.",
+        "Averaging the iterates (the default since; `slnd:average=false,step=8` is the",
+        "paper's form) raised the final top-1 (MNIST 0.886 → 0.893, letter 0.676 → 0.683 over",
+        "seeds 0-2) and the tuned plain SGD's passes to reach it from 7 to 15.",
     ]
     return lines
 

@@ -148,7 +148,12 @@ def test_full_rank_exact_hessian_takes_newton_preconditioned_steps(loss):
 
 
 def slnd_reference(X, labels, *, n_classes, rank, sample, step, epochs, seed, prepare_seed, precondition=True):
-    """Paper 000, eq. 8-11, one point at a time per class, on balanced sequences (section 3.2)."""
+    """Paper 000, eq. 8-11, one point at a time per class, on balanced sequences (section 3.2).
+
+    Returns the last iterate W and the mean of the iterates W̄. The classes train side
+    by side, one step each per update, so a class whose sequence is shorter than the
+    longest waits (W unchanged) while the others finish, and W̄ counts those updates too.
+    """
     n, d = X.shape
     X_tilde = np.hstack([X, np.ones((n, 1))])
     rows = X_tilde
@@ -162,6 +167,7 @@ def slnd_reference(X, labels, *, n_classes, rank, sample, step, epochs, seed, pr
     else:
         X_star, L = X_tilde, np.linalg.eigvalsh(H).max()
     W = np.zeros((n_classes, d + 1))
+    W_sum = np.zeros((n_classes, d + 1))
     rng = np.random.default_rng(seed)
     for _ in range(epochs):
         sequences = []
@@ -174,12 +180,15 @@ def slnd_reference(X, labels, *, n_classes, rank, sample, step, epochs, seed, pr
                 positive = rng.choice(positive, size, replace=False)
             order = rng.permutation(2 * size)
             sequences.append((np.r_[positive, negative][order], np.r_[np.ones(size), -np.ones(size)][order]))
+        longest = max(len(sequence) for sequence, _ in sequences)
         for c, (sequence, signs) in enumerate(sequences):
             eta = step / (len(sequence) * L)
             for i, label in zip(sequence, signs):
                 margin = label * (W[c] @ X_tilde[i])
                 W[c] = W[c] - eta * label * chinge_derivative(margin) * X_star[i]
-    return W
+                W_sum[c] += W[c]
+            W_sum[c] += (longest - len(sequence)) * W[c]  # the waiting updates
+    return W, W_sum / (epochs * longest)
 
 
 @pytest.mark.parametrize(("rank", "sample", "precondition"), [(3, 50, True), (5, 200, True), (None, 200, False)])
@@ -191,9 +200,13 @@ def test_batch_size_one_is_the_pointwise_algorithm_per_class(rank, sample, preco
     members = np.where(labels[None, :] == np.arange(3)[:, None], 1.0, -1.0)
     reader = algorithm.prepare(problem, X, members, seed=11)
     result = run(algorithm, problem, reader, epochs=2, seed=4)
-    expected = slnd_reference(X, labels, n_classes=3, rank=rank, sample=sample, step=2.0, epochs=2,
-                              seed=4, prepare_seed=11, precondition=precondition)
+    expected, mean = slnd_reference(X, labels, n_classes=3, rank=rank, sample=sample, step=2.0, epochs=2,
+                                    seed=4, prepare_seed=11, precondition=precondition)
     np.testing.assert_allclose(np.asarray(result.state.W), expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(result.state.W_avg), mean, rtol=1e-9, atol=1e-12)
+    coef, intercept = algorithm.weights(result.state)  # average=True by default: the mean
+    np.testing.assert_allclose(np.asarray(coef), mean[:, :d].T, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(intercept), mean[:, d], rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("n_positive", [60, 84, 30])  # tied, majority, minority positives
@@ -201,14 +214,16 @@ def test_batch_size_one_is_the_pointwise_algorithm_on_binary_data(n_positive):
     """Binary ±1 labels (C = 1: the positives against the rest), whichever side is sampled."""
     X, _ = _blobs(120, 3, 2, seed=10)
     y = np.where(np.arange(120) < n_positive, 1.0, -1.0)
-    algorithm = Slnd(step=4.0)
+    algorithm = Slnd(step=4.0, average=False)
     problem = _problem(120, 3, batch_size=1)
     result = run(algorithm, problem, algorithm.prepare(problem, X, y, seed=0), epochs=2, seed=6)
-    expected = slnd_reference(X, np.where(y > 0, 0, 1), n_classes=1, rank=4, sample=120, step=4.0,
-                              epochs=2, seed=6, prepare_seed=0)
+    expected, _ = slnd_reference(X, np.where(y > 0, 0, 1), n_classes=1, rank=4, sample=120, step=4.0,
+                                 epochs=2, seed=6, prepare_seed=0)
     np.testing.assert_allclose(np.asarray(result.state.W), expected, rtol=1e-9, atol=1e-12)
-    w, b = algorithm.weights(result.state)
+    w, b = algorithm.weights(result.state)  # average=False: the last iterate, eq. 11
     assert w.shape == (3,) and b.shape == ()
+    np.testing.assert_allclose(np.asarray(w), expected[0, :3], rtol=1e-9, atol=1e-12)
+    assert float(b) == pytest.approx(expected[0, 3], rel=1e-9, abs=1e-12)
 
 
 def test_mini_batches_add_up_the_pointwise_steps_of_a_batch():
@@ -269,6 +284,8 @@ def test_slnd_refuses_bad_parameters_and_losses():
         calopt.get_algorithm("slnd", sample=2.5)
     with pytest.raises(ParameterError, match="step"):
         calopt.get_algorithm("slnd:step=-1")
+    with pytest.raises(ParameterError, match="average must be true or false, got 1"):
+        calopt.get_algorithm("slnd", average=1)
     X, labels = _blobs(100, 3, 2, seed=15)
     with pytest.raises(ParameterError, match="smooth loss"):
         calopt.fit(X, labels, algorithm="slnd", loss="hinge")
