@@ -118,8 +118,14 @@ class ConcaveMeasure(Measure):
         return self.psi(tpr, tnr, xp=xp)
 
     def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
-        tpr = safe_divide(tp, tp + fn, xp=xp)
-        tnr = safe_divide(tn, tn + fp, xp=xp)
+        """Ψ(TPR, TNR), where a class absent from both the labels and the predictions has
+        rate 1 (imbalanced-learn's ``geometric_mean_score`` and scikit-learn's
+        ``balanced_accuracy_score`` leave it out, so a perfect prediction of a one-class
+        sample scores 1); other undefined rates, and an empty sample, give 0."""
+        positive_absent = ((tp + fn + fp) == 0) & (tn > 0)
+        negative_absent = ((tn + fp + fn) == 0) & (tp > 0)
+        tpr = xp.where(positive_absent, xp.ones_like(tp), safe_divide(tp, tp + fn, xp=xp))
+        tnr = xp.where(negative_absent, xp.ones_like(tn), safe_divide(tn, tn + fp, xp=xp))
         return self.psi(tpr, tnr, xp=xp)
 
 

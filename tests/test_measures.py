@@ -75,8 +75,17 @@ def _ratio(numerator, denominator):
 
 
 def plain_formula(name, params, tp, fp, tn, fn):
-    """min, hmean, qmean, gower-legendre in plain Python (0/0 taken as 0)."""
+    """min, hmean, qmean, gower-legendre in plain Python (0/0 taken as 0).
+
+    A class that appears neither in the labels nor in the predictions is left out as
+    imbalanced-learn's geometric mean does: its rate counts as 1, so predicting a
+    one-class sample perfectly scores 1, as with ``geometric_mean_score``.
+    """
     tpr, tnr = _ratio(tp, tp + fn), _ratio(tn, tn + fp)
+    if tp + fn + fp == 0 and tn > 0:
+        tpr = 1.0
+    if tn + fp + fn == 0 and tp > 0:
+        tnr = 1.0
     if name == "min":
         return min(tpr, tnr)
     if name == "hmean":
@@ -137,7 +146,7 @@ def test_from_counts_matches_reference_on_large_skewed_samples(spec):
             assert got == pytest.approx(expected, abs=1e-12)
 
 
-def test_gmean_zero_division_follows_imbalanced_learn():
+def test_concave_measures_zero_division_follows_imbalanced_learn():
     """A class missing from labels and predictions is left out (rate 1); a class only
     predicted has recall 0/0 = 0; an empty sample scores 0."""
     gmean = calopt.get_measure("gmean")
@@ -146,8 +155,15 @@ def test_gmean_zero_division_follows_imbalanced_learn():
     assert from_counts(gmean, (2, 0, 0, 1)) == 0.0  # positives only, one predicted negative
     assert from_counts(gmean, (0, 1, 3, 0)) == 0.0
     assert from_counts(gmean, (0, 0, 0, 0)) == 0.0
-    # the base convention (undefined rate 0) stays for the other concave measures
-    assert from_counts(calopt.get_measure("min"), (3, 0, 0, 0)) == 0.0
+    # the other concave measures of the two rates follow the same rule
+    for name in ("min", "hmean", "qmean"):
+        measure = calopt.get_measure(name)
+        assert from_counts(measure, (3, 0, 0, 0)) == 1.0
+        assert from_counts(measure, (0, 0, 4, 0)) == 1.0
+        assert from_counts(measure, (0, 0, 0, 0)) == 0.0
+    # negatives predicted but none in the labels: TNR = 0/0 = 0, as for gmean above
+    assert from_counts(calopt.get_measure("qmean"), (2, 0, 0, 1)) == pytest.approx(
+        1 - math.sqrt(((1 / 3) ** 2 + 1) / 2))
 
 
 @pytest.mark.parametrize("spec", CONFIGURED)

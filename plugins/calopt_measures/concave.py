@@ -162,17 +162,6 @@ class GMean(_Homogeneous):
     def psi(self, tpr: Array, tnr: Array, *, xp: Any) -> Array:
         return xp.sqrt(tpr * tnr)
 
-    def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
-        """√(TPR·TNR), where a class absent from both the labels and the predictions
-        has rate 1 (imbalanced-learn's ``geometric_mean_score`` leaves it out, so a
-        perfect prediction of a one-class sample scores 1); other undefined rates,
-        and an empty sample, give 0."""
-        positive_absent = ((tp + fn + fp) == 0) & (tn > 0)
-        negative_absent = ((tn + fp + fn) == 0) & (tp > 0)
-        tpr = xp.where(positive_absent, xp.ones_like(tp), safe_divide(tp, tp + fn, xp=xp))
-        tnr = xp.where(negative_absent, xp.ones_like(tn), safe_divide(tn, tn + fp, xp=xp))
-        return self.psi(tpr, tnr, xp=xp)
-
     def project(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
         """Onto {αβ ≥ 1/4} ∩ R+², a convex region bounded by one branch of a hyperbola.
 
