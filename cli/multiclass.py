@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import calopt
@@ -21,6 +20,7 @@ from calopt.data import Dataset
 from calopt.errors import ParameterError
 from calopt.multiclass import MulticlassModel, label_text
 from calopt_cli.options import echo_json, epochs_text, run_fields
+from calopt_cli.progress import epoch_progress
 
 __all__ = ["evaluate", "prediction_lines", "train"]
 
@@ -66,19 +66,8 @@ def train(
                              f"{train_set.source} has {np.unique(train_set.labels).size} classes")
     chosen = calopt.get_algorithm(algorithm or "slnd")
     n_classes = int(np.unique(train_set.labels).size)
-    progress = None
-    if not (as_json or no_progress):
-        progress = Progress(TextColumn("[bold]training[/bold]"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("epochs"), TimeElapsedColumn(),
-                            console=Console(stderr=True), transient=True)
-        task = progress.add_task("train", total=epochs if chosen.multiclass else epochs * n_classes)
-        progress.start()
-
-    def on_epoch(info: Any) -> None:
-        if progress is not None:
-            progress.advance(task)
-
-    try:
+    total = epochs if chosen.multiclass else epochs * n_classes  # one-vs-rest: each class's epochs
+    with epoch_progress(total, enabled=not (as_json or no_progress)) as on_epoch:
         model = calopt.fit_multiclass(
             train_set.X, train_set.labels, algorithm=chosen, loss=loss or None, measure=measure,
             backend=backend, dtype=dtype, device=device, epochs=epochs, batch_size=batch_size,
@@ -86,9 +75,6 @@ def train(
             eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
             checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, interrupt=interrupt,
         )
-    finally:
-        if progress is not None:
-            progress.stop()
     if model_out is not None:
         model.save(model_out)
     results = [(train_set.source, model.evaluate(train_set.X, train_set.labels))]

@@ -12,7 +12,6 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import calopt
@@ -36,6 +35,7 @@ from calopt_cli.options import (
     epochs_text,
     run_fields,
 )
+from calopt_cli.progress import epoch_progress
 
 __all__ = ["evaluate", "predict", "train"]
 
@@ -213,31 +213,16 @@ def train(
         return
     _check_labels(train_set, positive)
 
-    progress = None
-    if not (as_json or no_progress):
-        progress = Progress(TextColumn("[bold]training[/bold]"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("epochs · {task.fields[value]}"), TimeElapsedColumn(),
-                            console=Console(stderr=True), transient=True)
-        task = progress.add_task("train", total=epochs, value="")
-        progress.start()
-
-    def on_epoch(info: Any) -> None:
-        if progress is not None:
-            progress.update(task, completed=info.epoch, value=f"{info.seconds:.2f}s")
-
-    with _interruptible(checkpoint_path) as stop:
-        try:
-            model = calopt.fit(
-                train_set.X, train_set.labels, measure=measure, algorithm=algorithm or None,
-                loss=loss or None, backend=backend, dtype=dtype, device=device, epochs=epochs,
-                batch_size=batch_size, seed=seed, positive=positive, callback=on_epoch,
-                eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
-                checkpoint=checkpoint_path, checkpoint_every=checkpoint_every, resume=resume,
-                interrupt=stop.is_set,
-            )
-        finally:
-            if progress is not None:
-                progress.stop()
+    with _interruptible(checkpoint_path) as stop, \
+            epoch_progress(epochs, enabled=not (as_json or no_progress)) as on_epoch:
+        model = calopt.fit(
+            train_set.X, train_set.labels, measure=measure, algorithm=algorithm or None,
+            loss=loss or None, backend=backend, dtype=dtype, device=device, epochs=epochs,
+            batch_size=batch_size, seed=seed, positive=positive, callback=on_epoch,
+            eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
+            checkpoint=checkpoint_path, checkpoint_every=checkpoint_every, resume=resume,
+            interrupt=stop.is_set,
+        )
     if model_out is not None:
         model.save(model_out)
     _remove_finished_checkpoint(checkpoint_path, checkpoint_every, resume)

@@ -110,3 +110,43 @@ def test_predict_rejects_a_file_that_is_not_a_model(files, tmp_path):
     fake.write_bytes(b"not a model at all")
     result = runner.invoke(app, ["predict", str(fake), str(folder / "test.svm")])
     assert result.exit_code == 2 and "fake.npz" in result.stderr
+
+
+# -- the progress bar ---------------------------------------------------------------------
+
+
+def _record(epoch):
+    return type("Record", (), {"epoch": epoch, "seconds": 0.01})()
+
+
+@pytest.mark.parametrize(("epochs", "completed"), [
+    ([1, 2, 3], 3),  # a fresh run
+    ([6, 7, 8], 8),  # resumed after epoch 5: the bar starts part-way
+    ([1, 2, 1, 2, 1, 2], 6),  # one-vs-rest: each class counts its own epochs from 1
+])
+def test_progress_bar_counts_epochs(epochs, completed):
+    from calopt_cli.progress import epoch_progress
+
+    with epoch_progress(10, enabled=True) as on_epoch:
+        for epoch in epochs:
+            on_epoch(_record(epoch))
+        task = on_epoch.progress.tasks[0]
+        assert (task.completed, task.total) == (completed, 10)
+    assert on_epoch.progress.live.is_started is False  # stopped when the block ends
+
+
+def test_progress_bar_is_stopped_when_training_fails():
+    from calopt_cli.progress import epoch_progress
+
+    with pytest.raises(RuntimeError), epoch_progress(3, enabled=True) as on_epoch:
+        on_epoch(_record(1))
+        raise RuntimeError("training failed")
+    assert on_epoch.progress.live.is_started is False
+
+
+def test_disabled_progress_bar_does_nothing():
+    from calopt_cli.progress import epoch_progress
+
+    with epoch_progress(3, enabled=False) as on_epoch:
+        assert on_epoch(_record(1)) is None
+        assert not hasattr(on_epoch, "progress")
