@@ -22,9 +22,10 @@ second. The bandwidth bound is the time to read X once, bytes(X) / bandwidth, wi
 read bandwidth measured in the same run (a sum over a 256 MiB array, best of 5).
 
 A last table times the reader alone (one epoch of shuffled batches plus the two
-products X·w and Xᵀ·c that every solver makes per batch) for the three ways a CSR
-matrix can be served: as CSR batches, as dense batches scattered from the CSR, or made
-dense once (what calopt.solve.ArrayReader chooses by density).
+products X·w and Xᵀ·c that every solver makes per batch) for the ways a CSR matrix can
+be served: as calopt.csr.CsrRows batches, as scipy CSR batches, as dense batches
+scattered from the CSR (the last two: what the reader falls back to without scipy's
+product loops), or made dense once; "auto" is what calopt.solve.ArrayReader chooses.
 
     python benchmarks/bench_throughput.py [--datasets ijcnn1 a9a w8a] [--epochs 3]
         [--repeat 5] [--backend numpy|torch|array-api-strict|cupy] [--device 0]
@@ -137,12 +138,19 @@ def sgd_epoch(X, y, epochs):
     return statistics.median(t[0] for t in times), statistics.median(t[1] for t in times)
 
 
+#: The ways a reader can serve a CSR matrix: (DENSE_DENSITY, DENSE_BATCH_DENSITY, scipy's loops).
+READER_LAYOUTS = {"csr rows": (np.inf, np.inf, True), "scipy csr batches": (np.inf, np.inf, False),
+                  "dense batches": (np.inf, 0.0, False), "dense X": (0.0, 0.0, True), "auto": None}
+
+
 def reader_epoch(X, y, batch_size, layout):
     """(wall s, CPU s) of one reader epoch with X·w and Xᵀ·c per batch (NumPy)."""
-    saved = calopt.solve.DENSE_DENSITY, calopt.solve.DENSE_BATCH_DENSITY
-    calopt.solve.DENSE_DENSITY, calopt.solve.DENSE_BATCH_DENSITY = {
-        "csr batches": (np.inf, np.inf), "dense batches": (np.inf, 0.0), "dense X": (0.0, 0.0),
-        "auto": saved}[layout]
+    import calopt.csr
+
+    saved = calopt.solve.DENSE_DENSITY, calopt.solve.DENSE_BATCH_DENSITY, calopt.csr.csr_matvec
+    dense, dense_batch, loops = READER_LAYOUTS[layout] or (saved[0], saved[1], True)
+    calopt.solve.DENSE_DENSITY, calopt.solve.DENSE_BATCH_DENSITY = dense, dense_batch
+    calopt.csr.csr_matvec = saved[2] if loops else None
     try:  # the reader reads the thresholds when built and in each epoch
         reader = ArrayReader(X, y, calopt.get_backend("numpy").xp)
         w, rng = np.zeros(X.shape[1]), np.random.default_rng(0)
@@ -154,7 +162,7 @@ def reader_epoch(X, y, batch_size, layout):
 
         return timed(one_epoch)[:2]
     finally:
-        calopt.solve.DENSE_DENSITY, calopt.solve.DENSE_BATCH_DENSITY = saved
+        calopt.solve.DENSE_DENSITY, calopt.solve.DENSE_BATCH_DENSITY, calopt.csr.csr_matvec = saved
 
 
 def summarise(values) -> dict:
@@ -210,7 +218,7 @@ def main() -> None:
                         fit_epoch(algorithm_name, measure, X, y, backend, args.epochs, batch_size))
                 timings.setdefault((layout, "SGDClassifier"), []).append(sgd_epoch(X_host, y_host, args.epochs))
             if backend.name == "numpy":
-                for layout in ("csr batches", "dense batches", "dense X", "auto"):
+                for layout in READER_LAYOUTS:
                     timings.setdefault(("reader", layout), []).append(
                         reader_epoch(X_csr, y_host, batch_size, layout))
         for (layout, method), values in timings.items():

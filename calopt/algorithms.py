@@ -131,12 +131,13 @@ def step_size(scale: float, t: int) -> float:
 
 
 def reward_terms(
-    w: Array, b: Array, X: Array, y: Array, loss: Loss, *, xp: Any
-) -> tuple[Array, Array]:
-    """Rewards ``r = 1 − F(y·s)`` and ``dr/ds`` for the batch, ``s = X @ w + b``."""
+    w: Array, b: Array, X: Array, y: Array, loss: Loss, *, xp: Any, value: bool = True
+) -> tuple[Array | None, Array]:
+    """Rewards ``r = 1 − F(y·s)`` (None unless ``value``) and ``dr/ds`` for the batch, ``s = X @ w + b``."""
     scores = X @ w + b
     margins = y * scores
-    return loss.reward_value(margins, xp=xp), loss.reward_derivative(margins, xp=xp) * y
+    reward = loss.reward_value(margins, xp=xp) if value else None
+    return reward, loss.reward_derivative(margins, xp=xp) * y
 
 
 def weighted_reward_gradient(

@@ -28,6 +28,7 @@ import numpy as np
 
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import is_sparse
+from calopt.csr import CsrRows, fast_products
 
 try:  # the C++ loops behind scipy's X[rows] and X.toarray(), without their checks and copies
     from scipy.sparse._sparsetools import csr_row_index, csr_todense
@@ -62,11 +63,11 @@ class ArrayReader:
     :data:`GATHER_BATCH_ROWS` rows, and dense data of at least :data:`BATCH_GATHER_BYTES`,
     are gathered batch by batch instead. A CSR matrix with at least
     :data:`DENSE_DENSITY` nonzeros per cell is made dense once, here (ijcnn1); a sparser
-    one is permuted as CSR (scipy's row gather on the index arrays, a fraction of the
-    bytes of a dense copy), and its slices are served as dense arrays when it holds at
-    least :data:`DENSE_BATCH_DENSITY` nonzeros per cell (a9a), else as CSR built straight
-    from the index arrays (w8a): scipy's own row slicing and sparse products cost 50-60 µs
-    a batch, a dense a9a batch 16 µs (benchmarks/bench_throughput.py).
+    one is permuted as CSR each epoch (scipy's row gather on the index arrays, a fraction
+    of the bytes of a dense copy) and its slices are served as :class:`calopt.csr.CsrRows`
+    (a9a, w8a), whose products with vectors run scipy's C++ loops directly. Without those
+    loops (a SciPy that moved them) the slices are served dense from
+    :data:`DENSE_BATCH_DENSITY` nonzeros per cell, else as scipy CSR matrices.
     """
 
     X: Array
@@ -150,10 +151,12 @@ def _gathered_batches(
 #: nonzero as CSR (2-core AMD EPYC), so dense wins above a density of about 0.3
 #: (ijcnn1, 0.59: 2.8 ms dense against 6.2 ms; the reader table of bench_throughput.py).
 DENSE_DENSITY = 0.3
-#: Nonzeros per cell from which the batches of a CSR matrix are served dense (a9a, 0.11:
-#: about 7 µs to build a batch and 9 µs of dense products against 45-50 µs of scipy
-#: slicing and sparse products; w8a, 0.039 with 300 features: CSR is faster, a SPADE
-#: epoch 10.8 ms against 12.2 ms dense).
+#: Without scipy's product loops (see calopt.csr): nonzeros per cell from which the
+#: batches of a CSR matrix are served dense (a9a, 0.11: about 7 µs to build a batch and
+#: 9 µs of dense products against 45-50 µs of scipy slicing and sparse products; w8a,
+#: 0.039 with 300 features: CSR is faster). With them, CsrRows beat both: a reader epoch
+#: with the two products a batch, a9a 3.2 ms against 4.7 ms dense, w8a 4.9 against 12.7
+#: (bench_throughput.py's reader table).
 DENSE_BATCH_DENSITY = 0.05
 
 
@@ -161,14 +164,18 @@ def _sparse_batches(
     X: Any, y: Array, batch_size: int, order: np.ndarray | None = None
 ) -> Iterator[tuple[Any, Array]]:
     """Consecutive row slices of a CSR matrix (NumPy only), or of its rows ``order`` when
-    given (y already in that order), dense when dense enough."""
+    given (y already in that order): CsrRows, or without scipy's loops dense when dense
+    enough, else scipy CSR matrices."""
     n, d = X.shape
     data, indices, indptr = (X.data, X.indices, X.indptr) if order is None else _csr_rows(X, order)
-    dense = X.nnz >= DENSE_BATCH_DENSITY * n * d
+    fast = fast_products(data, indices, indptr)
+    dense = not fast and X.nnz >= DENSE_BATCH_DENSITY * n * d
     for start in range(0, n, batch_size):
         stop = min(start + batch_size, n)
         if dense:
             yield _dense_rows(data, indices, indptr[start:stop + 1], d), y[start:stop]
+        elif fast:
+            yield CsrRows(data, indices, indptr[start:stop + 1], d), y[start:stop]
         else:
             first, last = indptr[start], indptr[stop]
             yield type(X)((data[first:last], indices[first:last], indptr[start:stop + 1] - first),

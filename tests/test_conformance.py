@@ -190,13 +190,20 @@ def test_algorithm_same_when_batches_are_gathered_one_by_one(name, backend, monk
                        rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("density", [0.005, 0.06, 0.6])
+@pytest.mark.parametrize("density, scipy_loops", [(0.005, True), (0.06, True), (0.6, True),
+                                                  (0.005, False), (0.06, False)])
 @pytest.mark.parametrize("name", ALGORITHMS)
-def test_algorithm_on_sparse_input_matches_dense(name, density):
-    """A CSR matrix (served as CSR, as dense batches or made dense, by its density) trains
-    the same model as its dense copy; duplicate entries count as their sum, and the
-    caller's matrix is left as it was."""
+def test_algorithm_on_sparse_input_matches_dense(name, density, scipy_loops, monkeypatch):
+    """A CSR matrix (served as CsrRows batches, or made dense, by its density; without
+    scipy's product loops as scipy CSR batches or dense batches) trains the same model as
+    its dense copy; duplicate entries count as their sum, and the caller's matrix is left
+    as it was."""
     import scipy.sparse
+
+    import calopt.csr
+
+    if not scipy_loops:
+        monkeypatch.setattr(calopt.csr, "csr_matvec", None)
 
     X, y = _dataset(d=100)
     rng = np.random.default_rng(4)

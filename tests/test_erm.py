@@ -395,6 +395,8 @@ def test_wide_data_use_the_trace_bound_and_still_descend(monkeypatch, sparse):
     from calopt_algorithms import erm
 
     X, y = synthetic(n=150, d=6, seed=8)
+    if sparse:  # sparse enough to be served as CSR batches (calopt.csr.CsrRows)
+        X = np.where(np.random.default_rng(0).random(X.shape) < 0.2, X, 0.0)
     l2 = 1e-3
     data = scipy.sparse.csr_matrix(X) if sparse else X
     problem = make_problem(X, y, "logistic", batch_size=17)

@@ -94,7 +94,7 @@ class _AltMax(Algorithm):
         """One stochastic ascent step on V(·, level) (STAMP, Algorithm 3, step 7)."""
         xp = problem.xp
         alpha, beta, gamma, delta = _valuation(problem.measure, problem.positive_rate)
-        _, dr_ds = reward_terms(w, b, X, y, problem.loss, xp=xp)
+        _, dr_ds = reward_terms(w, b, X, y, problem.loss, xp=xp, value=False)
         eta = step_size(self.step if self.step is not None else 1.0, t)
         grad_w, grad_b = weighted_reward_gradient(
             X, y, dr_ds, alpha - level * gamma, beta - level * delta, problem.positive_rate,

@@ -1,0 +1,170 @@
+"""Mini-batches of a CSR matrix that multiply vectors without scipy's per-call overhead.
+
+A solver's mini-batch update on sparse data is two products, ``X @ w`` and
+``X.T @ c`` with NumPy vectors. Through a ``scipy.sparse`` matrix each costs far more
+than its arithmetic on a batch of a few thousand nonzeros (a9a, 325 rows: building the
+matrix 16 µs, ``X @ w`` 6.5 µs, ``X.T @ c`` 21 µs), because of format checks and
+dispatch. :class:`CsrRows` holds the rows as slices of the index arrays, never copied
+or validated, and runs those two products with the C++ loops scipy itself ends in
+(``csr_matvec``, ``csc_matvec``: 3.8 and 4.0 µs there). Every other use, whatever the
+operand, method or attribute, goes to an ordinary scipy CSR matrix of the same rows,
+built once on first use, so code written for scipy.sparse keeps working;
+:func:`calopt.backends.is_sparse` is true for it (``scipy.sparse.issparse`` is not).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import scipy.sparse
+
+try:  # scipy's own C++ product loops, without the checks of its public operators
+    from scipy.sparse._sparsetools import csc_matvec, csr_matvec
+except ImportError:  # pragma: no cover - a SciPy that moved them: its public operators instead
+    csc_matvec = csr_matvec = None
+
+__all__ = ["CsrRows", "fast_products"]
+
+
+def fast_products(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray) -> bool:
+    """Whether :class:`CsrRows` can multiply with scipy's loops on these index arrays."""
+    return csr_matvec is not None and indices.dtype == indptr.dtype and data.dtype.kind == "f"
+
+
+class CsrRows:
+    """Consecutive rows of a CSR matrix given by its ``data`` and ``indices`` arrays and a
+    slice ``indptr`` of its row pointers (not rebased): a (len(indptr) − 1) × d batch.
+
+    ``X @ v`` and ``X.T @ v`` for a 1-D NumPy array ``v`` of the data's dtype return new
+    1-D arrays; anything else is delegated to :meth:`tocsr`. Built by
+    :class:`calopt.solve.ArrayReader` only when :func:`fast_products` holds.
+    """
+
+    __slots__ = ("data", "indices", "indptr", "shape", "_matrix")
+    ndim = 2
+
+    def __init__(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, n_features: int):
+        self.data, self.indices, self.indptr = data, indices, indptr
+        self.shape = (len(indptr) - 1, int(n_features))
+        self._matrix: Any = None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indptr[-1] - self.indptr[0])
+
+    @property
+    def T(self) -> _TransposedRows:
+        return _TransposedRows(self)
+
+    def transpose(self) -> _TransposedRows:
+        return _TransposedRows(self)
+
+    def tocsr(self) -> scipy.sparse.csr_matrix:
+        """The same rows as a scipy CSR matrix (built once, sharing nothing with the reader)."""
+        if self._matrix is None:
+            first, last = self.indptr[0], self.indptr[-1]
+            self._matrix = scipy.sparse.csr_matrix(
+                (self.data[first:last].copy(), self.indices[first:last].copy(), self.indptr - first),
+                shape=self.shape)
+        return self._matrix
+
+    def toarray(self) -> np.ndarray:
+        return self.tocsr().toarray()
+
+    def _takes(self, v: Any) -> bool:
+        return type(v) is np.ndarray and v.ndim == 1 and v.dtype == self.data.dtype and v.flags.c_contiguous
+
+    def __matmul__(self, other: Any) -> Any:
+        if self._takes(other) and other.shape[0] == self.shape[1]:
+            out = np.zeros(self.shape[0], dtype=self.data.dtype)
+            csr_matvec(self.shape[0], self.shape[1], self.indptr, self.indices, self.data, other, out)
+            return out
+        return self.tocsr() @ _unwrap(other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return _unwrap(other) @ self.tocsr()
+
+    def __abs__(self) -> scipy.sparse.csr_matrix:
+        return abs(self.tocsr())
+
+    def __neg__(self) -> scipy.sparse.csr_matrix:
+        return -self.tocsr()
+
+    def __getattr__(self, name: str) -> Any:  # methods and attributes not defined above
+        return _delegate(getattr(self.tocsr(), name))
+
+    def __repr__(self) -> str:
+        return f"<CsrRows {self.shape[0]}×{self.shape[1]}, {self.nnz} stored elements>"
+
+
+class _TransposedRows:
+    """``rows.T``: the same arrays read as a d × B CSC matrix."""
+
+    __slots__ = ("rows",)
+    ndim = 2
+
+    def __init__(self, rows: CsrRows):
+        self.rows = rows
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.rows.shape[1], self.rows.shape[0]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.rows.dtype
+
+    @property
+    def T(self) -> CsrRows:
+        return self.rows
+
+    def __matmul__(self, other: Any) -> Any:
+        rows = self.rows
+        if rows._takes(other) and other.shape[0] == rows.shape[0]:
+            out = np.zeros(rows.shape[1], dtype=rows.data.dtype)
+            csc_matvec(rows.shape[1], rows.shape[0], rows.indptr, rows.indices, rows.data, other, out)
+            return out
+        return rows.tocsr().T @ _unwrap(other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return _unwrap(other) @ self.rows.tocsr().T
+
+    def __getattr__(self, name: str) -> Any:
+        return _delegate(getattr(self.rows.tocsr().T, name))
+
+
+def _unwrap(x: Any) -> Any:
+    return x.tocsr() if isinstance(x, CsrRows) else x.rows.tocsr().T if isinstance(x, _TransposedRows) else x
+
+
+def _delegate(attribute: Any) -> Any:
+    """A scipy matrix's attribute; a method gets CsrRows arguments as scipy matrices."""
+    if not callable(attribute):
+        return attribute
+
+    @functools.wraps(attribute)
+    def method(*args: Any, **kwargs: Any) -> Any:
+        return attribute(*map(_unwrap, args), **{key: _unwrap(value) for key, value in kwargs.items()})
+
+    return method
+
+
+def _binary(name: str) -> Any:
+    def operator(self: Any, other: Any) -> Any:
+        return getattr(_unwrap(self), name)(_unwrap(other))
+
+    operator.__name__ = name
+    return operator
+
+
+# Arithmetic (X * 2, X + X, X / s, ...) is scipy's on the same rows.
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+              "__pow__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(CsrRows, _name, _binary(_name))
+    setattr(_TransposedRows, _name, _binary(_name))
