@@ -96,6 +96,9 @@ class ConcaveMeasure(Measure):
     #: positively homogeneous Ψ, (1, 1) for Q-mean), so a solver can skip ``conjugate_grad``
     #: on every mini-batch; None: it varies, call ``conjugate_grad``.
     constant_conjugate_grad: ClassVar[tuple[float, float] | None] = None
+    #: Whether ``project`` also runs on Python floats with ``xp=calopt.scalars.FLOATS``
+    #: (only the functions that namespace has); SPADE then projects on the host that way.
+    float_projection: ClassVar[bool] = False
 
     def psi(self, tpr: Array, tnr: Array, *, xp: Any) -> Array:
         """Ψ(P, N)."""

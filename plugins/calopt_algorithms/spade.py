@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar, NamedTuple
 
+import array_api_compat
+
 from calopt.algorithms import (
     Algorithm,
     Problem,
@@ -13,6 +15,7 @@ from calopt.algorithms import (
     step_size,
     weighted_reward_gradient,
 )
+from calopt.scalars import FLOATS
 
 Array = Any
 
@@ -81,13 +84,17 @@ class Spade(Algorithm):
         grad_alpha, grad_beta = measure.constant_conjugate_grad or measure.conjugate_grad(
             state.alpha, state.beta, xp=xp
         )
+        dual = state.alpha, state.beta, reward_sum, reward_signed
+        host = measure.float_projection and array_api_compat.is_numpy_namespace(xp)
+        if host:  # on NumPy, the scalar step on Python floats (calopt.scalars): no ufunc calls
+            dual = tuple(map(float, dual))
         alpha, beta = measure.project(
-            state.alpha + eta_dual * grad_alpha
-            - (reward_sum + reward_signed) * (0.5 * eta_dual / (batch * p)),
-            state.beta + eta_dual * grad_beta
-            - (reward_sum - reward_signed) * (0.5 * eta_dual / (batch * (1 - p))),
-            xp=xp,
+            dual[0] + eta_dual * grad_alpha - (dual[2] + dual[3]) * (0.5 * eta_dual / (batch * p)),
+            dual[1] + eta_dual * grad_beta - (dual[2] - dual[3]) * (0.5 * eta_dual / (batch * (1 - p))),
+            xp=FLOATS if host else xp,
         )
+        if host:
+            alpha, beta = problem.scalar(alpha), problem.scalar(beta)
         w_avg = state.w_avg + (w - state.w_avg) / t
         b_avg = state.b_avg + (b - state.b_avg) / t
         return SpadeState(t, w, b, alpha, beta, w_avg, b_avg)

@@ -36,6 +36,7 @@ class _Homogeneous(ConcaveMeasure):
     dual region (paper 002, Table 1)."""
 
     constant_conjugate_grad: ClassVar[tuple[float, float] | None] = (0.0, 0.0)
+    float_projection: ClassVar[bool] = True  # the projections below use only calopt.scalars.FLOATS
 
     def conjugate(self, alpha: Array, beta: Array, *, xp: Any) -> Array:
         return _zeros(alpha, beta, xp=xp)
@@ -120,6 +121,7 @@ class QMean(ConcaveMeasure):
     name: ClassVar[str] = "qmean"
     #: The dual optimum when P = N (on the arc α² + β² = 1/2).
     dual_start: ClassVar[tuple[float, float]] = (0.5, 0.5)
+    float_projection: ClassVar[bool] = True
 
     def psi(self, tpr: Array, tnr: Array, *, xp: Any) -> Array:
         return 1 - xp.sqrt(((1 - tpr) ** 2 + (1 - tnr) ** 2) * 0.5)
