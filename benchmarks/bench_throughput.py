@@ -21,7 +21,8 @@ kept too (steadier when other processes share the cores). Throughput is rows per
 second. The bandwidth bound is the time to read X once, bytes(X) / bandwidth, with the
 read bandwidth measured in the same run (a sum over a 256 MiB array, best of 5).
 
-A last table times the reader alone (one epoch of shuffled batches plus the two
+A per-batch table gives the µs of one solver update (SPADE on Q-mean and G-mean, STAMP
+on F1) and of serving one batch, on the layout as loaded. A last table times the reader alone (one epoch of shuffled batches plus the two
 products X·w and Xᵀ·c that every solver makes per batch) for the ways a CSR matrix can
 be served: as calopt.csr.CsrRows batches, as scipy CSR batches, as dense batches
 scattered from the CSR (the last two: what the reader falls back to without scipy's
@@ -165,6 +166,43 @@ def reader_epoch(X, y, batch_size, layout):
         calopt.solve.DENSE_DENSITY, calopt.solve.DENSE_BATCH_DENSITY, calopt.csr.csr_matvec = saved
 
 
+#: The per-batch table: the solvers of SOLVERS and SPADE on G-mean (its dual projection
+#: is a root-finder, the costliest one).
+PER_BATCH_SOLVERS = [*SOLVERS, ("spade", "gmean")]
+
+
+def per_batch_costs(X, y, backend, batch_size, epochs: int = 20) -> dict:
+    """µs a batch (best epoch of ``epochs``, batches served in order): each solver's update
+    alone, timed around the call with the batch fresh from the reader, and the reader's
+    serving of the batch."""
+    n, d = X.shape
+    reader = ArrayReader(X, y, backend.xp, backend.device)
+    costs = {}
+    for algorithm_name, measure in PER_BATCH_SOLVERS:
+        algorithm = calopt.get_algorithm(algorithm_name, step=STEP)
+        problem = Problem(backend.xp, backend.dtype, backend.device, int(n), int(d),
+                          float(np.mean(calopt.to_numpy(y) > 0)), calopt.get_measure(measure),
+                          calopt.get_loss("hinge"), batch_size, epochs)
+        state, best = algorithm.init(problem), float("inf")
+        for epoch in range(epochs):
+            spent = batches = 0
+            for X_batch, y_batch in reader.epoch(batch_size, np.random.default_rng(epoch)):
+                started = time.perf_counter()
+                state = algorithm.update(state, X_batch, y_batch, problem)
+                spent += time.perf_counter() - started
+                batches += 1
+            best = min(best, spent / batches)
+        costs[f"{algorithm_name} {measure}"] = 1e6 * best
+    best = float("inf")
+    for epoch in range(epochs):
+        started, batches = time.perf_counter(), 0
+        for _ in reader.epoch(batch_size, np.random.default_rng(epoch)):
+            batches += 1
+        best = min(best, (time.perf_counter() - started) / batches)
+    costs["serve"] = 1e6 * best
+    return costs
+
+
 def summarise(values) -> dict:
     walls, cpus = [v[0] for v in values], [v[1] for v in values]
     return {"wall": statistics.median(walls), "wall_min": min(walls),
@@ -197,7 +235,7 @@ def main() -> None:
     bandwidth = measure_bandwidth(backend)
     print(f"{backend.name} {dtype} on {machine_name}: read {bandwidth['read_GBps']:.1f} GB/s, "
           f"copy {bandwidth['copy_GBps']:.1f} GB/s", flush=True)
-    rows, readers = [], []
+    rows, readers, per_batch = [], [], []
     for name in args.datasets:
         X_csr, y_host = load(name)
         n, d = X_csr.shape
@@ -221,6 +259,12 @@ def main() -> None:
                 for layout in READER_LAYOUTS:
                     timings.setdefault(("reader", layout), []).append(
                         reader_epoch(X_csr, y_host, batch_size, layout))
+        costs = per_batch_costs(X_csr if backend.name == "numpy" else backend.asarray(layouts["dense"]),
+                                backend.asarray(y_host), backend, batch_size)
+        per_batch.append({"dataset": name, "batch_size": batch_size, "layout": "csr" if backend.name == "numpy"
+                          else "dense", "microseconds": costs})
+        print(f"{name:7s} per batch of {batch_size}: "
+              + ", ".join(f"{key} {value:.1f} µs" for key, value in costs.items()), flush=True)
         for (layout, method), values in timings.items():
             if layout == "reader":
                 readers.append({"dataset": name, "n": int(n), "d": int(d), "density": X_csr.nnz / (n * d),
@@ -254,6 +298,7 @@ def main() -> None:
         "machine": machine_name, "platform": f"{platform.system()}, Python {platform.python_version()}",
         "backend": backend.name, "dtype": dtype, "epochs": args.epochs, "repeat": args.repeat,
         "step": STEP, "blas": blas, "bandwidth": bandwidth, "rows": rows, "readers": readers,
+        "per_batch": per_batch,
     }, indent=2))
     print(f"wrote {out}")
 

@@ -181,31 +181,37 @@ def _throughput_section() -> list[str]:
         "",
         "What limits calopt here: at fit's default batch of n/100 an epoch is about 100 batches,",
         "and each costs a fixed amount whatever its size, in array-API calls of 0.3-3 µs each on",
-        "NumPy. Measured per batch (update only, best of 20 over one epoch): SPADE on Q-mean 24 µs",
-        "(ijcnn1) and 48 µs (a9a), on G-mean 72 and 93 µs (its dual projection is a 7-step",
-        "root-finder), STAMP 22 and 49 µs. Serving an a9a batch costs about 11 µs (the CSR row",
-        "permutation by scipy's own row-gather routine, 0.36 ms an epoch, and each dense block",
-        "filled by its `csr_todense`, 7 µs; it was 30 µs with `X[order]` and a NumPy scatter),",
-        "and gathering each dense batch's rows",
-        "instead of permuting X first took an ijcnn1 epoch from 6.3 to 4.8 ms (SPADE, one thread).",
-        "SGDClassifier's Cython loop spends 0.1-0.3 µs a row and touches only the",
-        "nonzeros, so an a9a epoch (32,561 rows, 14 nonzeros each) costs it about as much as",
-        "serving the batches and the two products cost calopt before any solver work. Two",
-        "sessions of A/B measurements took the numbers down from 45-50 µs (SPADE, Q-mean) and",
-        "30-35 µs (STAMP) a batch, by dropping array-api-compat's `clip` (12 µs a call), class",
-        "sums as dot products, steps folded into the class weights, constant ∇Ψ* skipped and",
-        "shorter projections. With `--batch-size 1024` the epochs were 0.8-1.1× SGDClassifier's",
-        "on ijcnn1 and a9a.",
+        "NumPy. Measured per batch (best epoch of 20; the update alone, then serving the batch):",
+        "",
+    ]
+    for entry in result.get("per_batch", []):
+        costs = entry["microseconds"]
+        lines.append(f"- {entry['dataset']} ({entry['layout']}, batch {entry['batch_size']}): "
+                     + ", ".join(f"{key} {value:.0f} µs" for key, value in costs.items()))
+    lines += [
+        "",
+        "SGDClassifier's Cython loop spends about 0.1 µs a row and touches only the nonzeros,",
+        "so an a9a epoch (32,561 rows, 14 nonzeros each) costs it about as much as permuting",
+        "the CSR rows and serving the batches with their two products cost calopt before any",
+        "solver work. Sparse batches are `calopt.csr.CsrRows`, whose products run scipy's C++",
+        "loops without building a matrix per batch (a reader epoch on a9a went from 4.6 ms with",
+        "dense blocks to 2.8 ms, on w8a from 12.7 ms with scipy batches to 4.9 ms); SPADE's dual",
+        "projection runs on Python floats on NumPy (`calopt.scalars`; G-mean's update went from",
+        "132 to 38 µs a batch on ijcnn1). Earlier A/B rounds dropped array-api-compat's `clip`",
+        "(12 µs a call), turned class sums into dot products, folded the steps into the class",
+        "weights and skipped a constant ∇Ψ*.",
     ]
     if result.get("readers"):
-        lines += ["", "How to serve a CSR matrix (one reader epoch of shuffled batches plus X·w and Xᵀ·c per",
-                  "batch; `auto` is what `ArrayReader` chooses by density):", "",
-                  "| dataset | density | CSR batches | dense batches | dense X | auto (ms) |",
-                  "|---|---:|---:|---:|---:|---:|"]
+        layouts = list(dict.fromkeys(r["layout"] for r in result["readers"]))
+        lines += ["", "How to serve a CSR matrix (ms for one reader epoch of shuffled batches plus X·w and",
+                  "Xᵀ·c per batch; `auto` is what `ArrayReader` chooses; scipy CSR and dense batches",
+                  "are its fallbacks without scipy's product loops):", "",
+                  "| dataset | density | " + " | ".join(layouts) + " |",
+                  "|---|---:|" + "---:|" * len(layouts)]
         for dataset in dict.fromkeys(r["dataset"] for r in result["readers"]):
             by = {r["layout"]: r for r in result["readers"] if r["dataset"] == dataset}
-            lines.append(f"| {dataset} | {by['auto']['density']:.3f} | " + " | ".join(
-                f"{1e3 * by[k]['wall']:.2f}" for k in ("csr batches", "dense batches", "dense X", "auto")) + " |")
+            lines.append(f"| {dataset} | {by['auto']['density']:.3f} | "
+                         + " | ".join(f"{1e3 * by[k]['wall']:.2f}" for k in layouts) + " |")
     gpu = RESULTS / "throughput-cupy.json"
     lines += ["", f"GPU (CuPy): {_gpu_note(gpu)}"]
     return lines
