@@ -103,7 +103,11 @@ def aggregate(
         table.add_column(s.source, justify="right")
     for (name, theta, _), row in zip(rows, values):
         table.add_row(name, f"{theta:.4g}", *(f"{value:.4f}" for value in row))
+    negative, positive = details["class_weights"]
+    weighting = (f"loss weights for {model.measure}: positives {positive:.3g}, negatives {negative:.3g}"
+                 if details["weighting"] == "measure" else "unweighted loss")
     table.caption = f"{epochs_text(model.options['epochs'])}, fit in {model.fit_seconds:.2f} s"
     console = Console()
     console.print(table)
+    console.print(weighting)
     console.print(f"model written to {model_out}")

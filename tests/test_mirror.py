@@ -409,6 +409,8 @@ def test_cli_aggregates_two_models(saved, tmp_path):
                                 "--model-out", str(tmp_path / "agg2.npz"), "--epochs", "1"])
     assert table.exit_code == 0, table.output
     assert "aggregate" in table.stdout and "a9a:train" in table.stdout
+    saved = LinearModel.load(tmp_path / "agg2.npz").options["aggregate"]["class_weights"]
+    assert f"loss weights for fbeta: positives {saved[1]:.3g}, negatives {saved[0]:.3g}" in table.stdout
 
 
 @pytest.mark.parametrize("case, message", [
