@@ -34,7 +34,7 @@ from calopt.errors import DataError, ModelFileError, ParameterError
 from calopt.model import LinearModel
 from calopt.solve import ArrayReader, EpochRecord, run
 
-__all__ = ["BATCH_SIZE", "RADIUS", "aggregate", "load_models", "risk_slope"]
+__all__ = ["BATCH_SIZE", "RADIUS", "aggregate", "load_models", "measure_weights", "risk_slope"]
 
 Models = Mapping[str, LinearModel] | Sequence[LinearModel | str | os.PathLike]
 #: Default mini-batch size. An update costs O(batch·M) with M the (few) models, and the
