@@ -22,9 +22,9 @@ second. The bandwidth bound is the time to read X once, bytes(X) / bandwidth, wi
 read bandwidth measured in the same run (a sum over a 256 MiB array, best of 5).
 
 A per-batch table gives the µs of one solver update (SPADE on Q-mean and G-mean, STAMP
-on F1) and of serving one batch, on the layout as loaded. A last table times the reader alone (one epoch of shuffled batches plus the two
-products X·w and Xᵀ·c that every solver makes per batch) for the ways a CSR matrix can
-be served: as calopt.csr.CsrRows batches, as scipy CSR batches, as dense batches
+on F1) and of serving one batch, on the layout as loaded. A last table times the
+reader alone (one epoch of shuffled batches plus the two products X·w and Xᵀ·c that
+every solver makes per batch) for the ways a CSR matrix can be served: as calopt.csr.CsrRows batches, as scipy CSR batches, as dense batches
 scattered from the CSR (the last two: what the reader falls back to without scipy's
 product loops), or made dense once; "auto" is what calopt.solve.ArrayReader chooses.
 
@@ -110,13 +110,18 @@ def timed(fn) -> tuple[float, float, object]:
     return time.perf_counter() - wall, time.process_time() - cpu, out
 
 
-def solver_epoch(algorithm_name, measure, X, y, backend, epochs, batch_size):
-    """(wall s, CPU s) per epoch of the solver loop alone."""
-    algorithm = calopt.get_algorithm(algorithm_name, step=STEP)
+def solver(algorithm_name, measure, X, y, backend, epochs, batch_size):
+    """The algorithm at the fixed step and its Problem (hinge rewards) on (X, y)."""
     n, d = X.shape
     problem = Problem(backend.xp, backend.dtype, backend.device, int(n), int(d),
                       float(np.mean(calopt.to_numpy(y) > 0)), calopt.get_measure(measure),
                       calopt.get_loss("hinge"), batch_size, epochs)
+    return calopt.get_algorithm(algorithm_name, step=STEP), problem
+
+
+def solver_epoch(algorithm_name, measure, X, y, backend, epochs, batch_size):
+    """(wall s, CPU s) per epoch of the solver loop alone."""
+    algorithm, problem = solver(algorithm_name, measure, X, y, backend, epochs, batch_size)
     reader = ArrayReader(X, y, backend.xp, backend.device)
     _, cpu, result = timed(lambda: run(algorithm, problem, reader, epochs=epochs, seed=0))
     assert result.status >= 0, result.message
@@ -175,14 +180,10 @@ def per_batch_costs(X, y, backend, batch_size, epochs: int = 20) -> dict:
     """µs a batch (best epoch of ``epochs``, batches served in order): each solver's update
     alone, timed around the call with the batch fresh from the reader, and the reader's
     serving of the batch."""
-    n, d = X.shape
     reader = ArrayReader(X, y, backend.xp, backend.device)
     costs = {}
     for algorithm_name, measure in PER_BATCH_SOLVERS:
-        algorithm = calopt.get_algorithm(algorithm_name, step=STEP)
-        problem = Problem(backend.xp, backend.dtype, backend.device, int(n), int(d),
-                          float(np.mean(calopt.to_numpy(y) > 0)), calopt.get_measure(measure),
-                          calopt.get_loss("hinge"), batch_size, epochs)
+        algorithm, problem = solver(algorithm_name, measure, X, y, backend, epochs, batch_size)
         state, best = algorithm.init(problem), float("inf")
         for epoch in range(epochs):
             spent = batches = 0

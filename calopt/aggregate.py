@@ -109,20 +109,16 @@ def measure_weights(scores: np.ndarray, y: np.ndarray, measure: Any) -> tuple[fl
     h = _RATE_STEP
     tpr, tnr = min(max(tpr, h), 1 - h), min(max(tnr, h), 1 - h)
 
+    xp = get_backend("numpy").xp
+
     def at(t: float, u: float) -> float:
-        return float(measure.from_rates(np.asarray(t), np.asarray(u), p, xp=_numpy_namespace()))
+        return float(measure.from_rates(xp.asarray(t), xp.asarray(u), p, xp=xp))
 
     a = (at(tpr + h, tnr) - at(tpr - h, tnr)) / (2 * h)
     b = (at(tpr, tnr + h) - at(tpr, tnr - h)) / (2 * h)
     if not (a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)):
         a = b = 1.0
     return a / ((a + b) * p), b / ((a + b) * (1 - p)), best
-
-
-def _numpy_namespace() -> Any:
-    import array_api_compat.numpy as npx
-
-    return npx
 
 
 def risk_slope(u: np.ndarray, y: np.ndarray, loss: Any, weights: np.ndarray | None = None) -> float:
@@ -134,9 +130,10 @@ def risk_slope(u: np.ndarray, y: np.ndarray, loss: Any, weights: np.ndarray | No
     from scipy.optimize import minimize_scalar
 
     w = 1.0 if weights is None else weights
+    xp = get_backend("numpy").xp
 
     def risk(log_a: float) -> float:
-        return float(np.mean(w * loss.value(y * (math.exp(log_a) * u), xp=np)))
+        return float(np.mean(w * loss.value(y * (math.exp(log_a) * u), xp=xp)))
 
     return math.exp(minimize_scalar(risk, bounds=(-_LOG_SLOPE_BOUND, _LOG_SLOPE_BOUND), method="bounded",
                                     options={"xatol": 1e-8}).x)

@@ -84,13 +84,13 @@ class Spade(Algorithm):
         grad_alpha, grad_beta = measure.constant_conjugate_grad or measure.conjugate_grad(
             state.alpha, state.beta, xp=xp
         )
-        dual = state.alpha, state.beta, reward_sum, reward_signed
+        alpha, beta = state.alpha, state.beta
         host = measure.float_projection and array_api_compat.is_numpy_namespace(xp)
         if host:  # on NumPy, the scalar step on Python floats (calopt.scalars): no ufunc calls
-            dual = tuple(map(float, dual))
+            alpha, beta, reward_sum, reward_signed = map(float, (alpha, beta, reward_sum, reward_signed))
         alpha, beta = measure.project(
-            dual[0] + eta_dual * grad_alpha - (dual[2] + dual[3]) * (0.5 * eta_dual / (batch * p)),
-            dual[1] + eta_dual * grad_beta - (dual[2] - dual[3]) * (0.5 * eta_dual / (batch * (1 - p))),
+            alpha + eta_dual * grad_alpha - (reward_sum + reward_signed) * (0.5 * eta_dual / (batch * p)),
+            beta + eta_dual * grad_beta - (reward_sum - reward_signed) * (0.5 * eta_dual / (batch * (1 - p))),
             xp=FLOATS if host else xp,
         )
         if host:
