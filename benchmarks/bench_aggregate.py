@@ -29,7 +29,7 @@ import numpy as np
 
 import calopt
 from calopt import datasets
-from calopt.aggregate import RADIUS, aggregate
+from calopt.training.aggregate import RADIUS, aggregate
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOLERANCE = 0.005

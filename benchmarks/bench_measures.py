@@ -35,7 +35,8 @@ from sklearn.preprocessing import MaxAbsScaler
 
 import calopt
 from calopt import datasets
-from calopt.data import encode_binary, read_data, train_test_split
+from calopt.io.files import read_data, train_test_split
+from calopt.io.labels import encode_binary
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results"

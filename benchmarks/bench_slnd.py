@@ -40,7 +40,7 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import top_k_accuracy_score
 from sklearn.model_selection import train_test_split
 
-from calopt.data import read_data
+from calopt.io.files import read_data
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -3,7 +3,7 @@
 On each dataset (the embedded ijcnn1 and a9a training splits, w8a from the shared data
 folder), max-abs scaled once, in one process:
 
-* calopt solver loop: ``calopt.solve.run`` on the prepared arrays with a fixed step
+* calopt solver loop: ``calopt.training.loop.run`` on the prepared arrays with a fixed step
   (no step trial), SPADE on Q-mean and STAMP on F1 with hinge rewards, at fit's
   default batch size n/100 (32 to 1024); an epoch's time is the loop's own timing
   (shuffle, batches, the end-of-epoch sync), without the once-per-epoch record step.
@@ -24,9 +24,9 @@ read bandwidth measured in the same run (a sum over a 256 MiB array, best of 5).
 A per-batch table gives the µs of one solver update (SPADE on Q-mean and G-mean, STAMP
 on F1) and of serving one batch, on the layout as loaded. A last table times the
 reader alone (one epoch of shuffled batches plus the two products X·w and Xᵀ·c that
-every solver makes per batch) for the ways a CSR matrix can be served: as calopt.csr.CsrRows batches, as scipy CSR batches, as dense batches
+every solver makes per batch) for the ways a CSR matrix can be served: as calopt.io.csr.CsrRows batches, as scipy CSR batches, as dense batches
 scattered from the CSR (the last two: what the reader falls back to without scipy's
-product loops), or made dense once; "auto" is what calopt.solve.ArrayReader chooses.
+product loops), or made dense once; "auto" is what calopt.io.batches.ArrayReader chooses.
 
     python benchmarks/bench_throughput.py [--datasets ijcnn1 a9a w8a] [--epochs 3]
         [--repeat 5] [--backend numpy|torch|array-api-strict|cupy] [--device 0]
@@ -48,14 +48,16 @@ import scipy.sparse as sp
 from sklearn.linear_model import SGDClassifier
 
 import calopt
-import calopt.solve
+import calopt.io.batches
 from calopt import datasets
 from machine import device_name
 from calopt.algorithms import Problem
 from calopt.backends import BACKENDS, is_sparse
-from calopt.data import encode_binary, read_data
-from calopt.fit import default_batch_size
-from calopt.solve import ArrayReader, run
+from calopt.io.files import read_data
+from calopt.io.labels import encode_binary
+from calopt.training.pipeline import default_batch_size
+from calopt.io.batches import ArrayReader
+from calopt.training.loop import run
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -151,12 +153,12 @@ READER_LAYOUTS = {"csr rows": (np.inf, np.inf, True), "scipy csr batches": (np.i
 
 def reader_epoch(X, y, batch_size, layout):
     """(wall s, CPU s) of one reader epoch with X·w and Xᵀ·c per batch (NumPy)."""
-    import calopt.csr
+    import calopt.io.csr
 
-    saved = calopt.solve.DENSE_DENSITY, calopt.solve.DENSE_BATCH_DENSITY, calopt.csr.csr_matvec
+    saved = calopt.io.batches.DENSE_DENSITY, calopt.io.batches.DENSE_BATCH_DENSITY, calopt.io.csr.csr_matvec
     dense, dense_batch, loops = READER_LAYOUTS[layout] or (saved[0], saved[1], True)
-    calopt.solve.DENSE_DENSITY, calopt.solve.DENSE_BATCH_DENSITY = dense, dense_batch
-    calopt.csr.csr_matvec = saved[2] if loops else None
+    calopt.io.batches.DENSE_DENSITY, calopt.io.batches.DENSE_BATCH_DENSITY = dense, dense_batch
+    calopt.io.csr.csr_matvec = saved[2] if loops else None
     try:  # the reader reads the thresholds when built and in each epoch
         reader = ArrayReader(X, y, calopt.get_backend("numpy").xp)
         w, rng = np.zeros(X.shape[1]), np.random.default_rng(0)
@@ -168,7 +170,7 @@ def reader_epoch(X, y, batch_size, layout):
 
         return timed(one_epoch)[:2]
     finally:
-        calopt.solve.DENSE_DENSITY, calopt.solve.DENSE_BATCH_DENSITY, calopt.csr.csr_matvec = saved
+        calopt.io.batches.DENSE_DENSITY, calopt.io.batches.DENSE_BATCH_DENSITY, calopt.io.csr.csr_matvec = saved
 
 
 #: The per-batch table: the solvers of SOLVERS and SPADE on G-mean (its dual projection

@@ -1,11 +1,16 @@
-"""calopt: train linear classifiers for the performance measure you care about."""
+"""calopt: train linear classifiers for the performance measure you care about.
+
+The public API. The package is split by job: :mod:`calopt.io` (files, labels, readers,
+embedded datasets), :mod:`calopt.training` (the loop, the pipeline, checkpoints,
+aggregation), :mod:`calopt.models` (fitted models and their file format), with the
+registry, components, backends and errors beside them. Plugin authors subclass
+:class:`Measure`, :class:`Loss` and :class:`Algorithm` from here.
+"""
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-from typing import Any
-
 from calopt import registry
+from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, get_backend, to_numpy
 from calopt.errors import (
     BackendError,
@@ -14,21 +19,28 @@ from calopt.errors import (
     ModelFileError,
     ParameterError,
     RegistryError,
+    TrainingInterrupted,
     UnknownNameError,
 )
-from calopt.fit import fit
 from calopt.hookspecs import hookimpl
+from calopt.io import datasets
 from calopt.losses import Loss
 from calopt.measures import ConcaveMeasure, Measure, PseudoLinearMeasure
-from calopt.model import LinearModel, load_model
-from calopt.multiclass import MulticlassModel, fit_multiclass
-
-try:
-    __version__ = version("calopt")
-except PackageNotFoundError:  # running from a source tree without an install
-    __version__ = "0+unknown"
+from calopt.models.linear import LinearModel, MulticlassModel, load_model
+from calopt.registry import (
+    get_algorithm,
+    get_loss,
+    get_measure,
+    list_algorithms,
+    list_losses,
+    list_measures,
+)
+from calopt.training.aggregate import aggregate
+from calopt.training.pipeline import fit, fit_multiclass
+from calopt.version import __version__
 
 __all__ = [
+    "Algorithm",
     "Backend",
     "BackendError",
     "CaloptError",
@@ -40,11 +52,15 @@ __all__ = [
     "ModelFileError",
     "MulticlassModel",
     "ParameterError",
+    "Problem",
     "PseudoLinearMeasure",
     "RegistryError",
+    "TrainingInterrupted",
     "UnknownNameError",
     "__version__",
+    "aggregate",
     "backend_of",
+    "datasets",
     "fit",
     "fit_multiclass",
     "get_algorithm",
@@ -56,35 +72,6 @@ __all__ = [
     "list_losses",
     "list_measures",
     "load_model",
+    "registry",
     "to_numpy",
 ]
-
-
-def get_measure(spec: Any, /, **params: Any) -> Measure:
-    """The measure named by ``spec`` (``"fbeta:beta=2"``, ``"gmean"``); ``params`` override."""
-    return registry.get("measure", spec, **params)
-
-
-def get_loss(spec: Any, /, **params: Any) -> Loss:
-    """The loss named by ``spec`` (``"logistic"``, ``"hinge"``); ``params`` override."""
-    return registry.get("loss", spec, **params)
-
-
-def get_algorithm(spec: Any, /, **params: Any) -> Any:
-    """The algorithm named by ``spec`` (``"spade"``, ``"stamp"``); ``params`` override."""
-    return registry.get("algorithm", spec, **params)
-
-
-def list_measures() -> list[registry.Entry]:
-    """The registered measures, sorted by name."""
-    return registry.list_entries("measure")
-
-
-def list_losses() -> list[registry.Entry]:
-    """The registered losses, sorted by name."""
-    return registry.list_entries("loss")
-
-
-def list_algorithms() -> list[registry.Entry]:
-    """The registered algorithms, sorted by name."""
-    return registry.list_entries("algorithm")

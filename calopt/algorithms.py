@@ -3,7 +3,7 @@
 An :class:`Algorithm` has an ``init`` that builds an explicit state (a NamedTuple of
 arrays and plain numbers, so it can be checkpointed) and an ``update`` that takes one
 mini-batch and returns the next state. It never loops over the data and never
-mutates its inputs: the one loop lives in :mod:`calopt.solve`.
+mutates its inputs: the one loop lives in :mod:`calopt.training.loop`.
 
 The model is linear with an intercept, ``s = X @ w + b``. Rewards come from a
 reward-capable loss, ``r = 1 − F(y·s)`` (spec, "Losses and rewards"); with the
@@ -20,6 +20,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from calopt.components import Component
 from calopt.errors import ParameterError
+from calopt.io.batches import ArrayReader
 from calopt.losses import Loss
 from calopt.measures import Measure
 
@@ -85,14 +86,12 @@ class Algorithm(Component):
         raise NotImplementedError
 
     def prepare(self, problem: Problem, X: Array, y: Array, *, seed: int | None = None) -> Any:
-        """The reader that serves (X, y) to the loop: a plain :class:`~calopt.solve.ArrayReader`.
+        """The reader that serves (X, y) to the loop: a plain :class:`~calopt.io.batches.ArrayReader`.
 
         An algorithm that transforms the data once before training overrides it (SLND
         precomputes its preconditioned rows and serves balanced one-vs-rest batches).
         ``y`` is ±1 of shape (n,), or (C, n) one-vs-rest when ``problem.n_classes > 1``.
         """
-        from calopt.solve import ArrayReader  # calopt.solve imports this module
-
         return ArrayReader(X, y, problem.xp, problem.device)
 
     def end_epoch(self, state: NamedTuple, X: Array, y: Array, problem: Problem) -> NamedTuple:

@@ -60,7 +60,7 @@ class ModelFileError(CaloptError):
 class TrainingInterrupted(CaloptError):
     """Training stopped on request (Ctrl-C, SIGTERM) after a batch; it can be resumed.
 
-    ``checkpoint`` is the :class:`calopt.checkpoint.Checkpoint` of the run (pass it, or
+    ``checkpoint`` is the :class:`calopt.training.checkpoint.Checkpoint` of the run (pass it, or
     ``path`` where it was written, as ``calopt.fit(..., resume=...)``).
     """
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
+from calopt.backends import backend_of
 from calopt.components import Component
 
 __all__ = [
@@ -69,8 +70,6 @@ class Measure(Component):
     def score(self, y_true: Array, y_pred: Array, *, xp: Any = None) -> float:
         """The measure of predictions ``y_pred`` against ``y_true`` (both in {-1, +1})."""
         if xp is None:
-            from calopt.backends import backend_of
-
             xp = backend_of(y_true, y_pred).xp
         counts = confusion_counts(xp.asarray(y_true), xp.asarray(y_pred), xp=xp)
         return float(self.from_counts(*counts, xp=xp))

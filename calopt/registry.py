@@ -29,7 +29,13 @@ __all__ = [
     "PluginLoadWarning",
     "entries",
     "get",
+    "get_algorithm",
+    "get_loss",
+    "get_measure",
+    "list_algorithms",
     "list_entries",
+    "list_losses",
+    "list_measures",
     "load_failures",
     "load_plugins",
     "plugin_manager",
@@ -189,3 +195,33 @@ def get(kind: str, spec: str | Component, /, **params: Any) -> Any:
     if name not in table:
         raise UnknownNameError(kind, name, {e.name for e in table.values()})
     return table[name].create({**spec_params, **params})
+
+
+def get_measure(spec: Any, /, **params: Any) -> Any:
+    """The measure named by ``spec`` (``"fbeta:beta=2"``, ``"gmean"``); ``params`` override."""
+    return get("measure", spec, **params)
+
+
+def get_loss(spec: Any, /, **params: Any) -> Any:
+    """The loss named by ``spec`` (``"logistic"``, ``"hinge"``); ``params`` override."""
+    return get("loss", spec, **params)
+
+
+def get_algorithm(spec: Any, /, **params: Any) -> Any:
+    """The algorithm named by ``spec`` (``"spade"``, ``"stamp"``); ``params`` override."""
+    return get("algorithm", spec, **params)
+
+
+def list_measures() -> list[Entry]:
+    """The registered measures, sorted by name."""
+    return list_entries("measure")
+
+
+def list_losses() -> list[Entry]:
+    """The registered losses, sorted by name."""
+    return list_entries("loss")
+
+
+def list_algorithms() -> list[Entry]:
+    """The registered algorithms, sorted by name."""
+    return list_entries("algorithm")

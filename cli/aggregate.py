@@ -10,9 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from calopt.aggregate import aggregate as aggregate_models
-from calopt.aggregate import RADIUS, load_models
-from calopt.data import align_features
+from calopt.io.files import align_features
+from calopt.training.aggregate import RADIUS, load_models
+from calopt.training.aggregate import aggregate as aggregate_models
 from calopt.errors import ParameterError
 from calopt_cli.options import JsonOpt, MeasureOpt, SeedOpt, echo_json, epochs_text
 from calopt_cli.training import LabelColumnOpt, _load

@@ -16,9 +16,10 @@ from rich.console import Console
 from rich.table import Table
 
 import calopt
-from calopt.data import Dataset
 from calopt.errors import ParameterError
-from calopt.multiclass import MulticlassModel, label_text
+from calopt.io.files import Dataset
+from calopt.io.labels import label_text
+from calopt.models.linear import MulticlassModel
 from calopt_cli.options import echo_json, epochs_text, run_fields
 from calopt_cli.progress import epoch_progress
 

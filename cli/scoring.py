@@ -10,7 +10,8 @@ from rich.table import Table
 
 import calopt
 from calopt.backends import get_backend
-from calopt.data import encode_binary, encode_like, read_label_file
+from calopt.io.files import read_label_file
+from calopt.io.labels import encode_binary, encode_like
 from calopt.errors import DataError
 from calopt.measures import confusion_counts, safe_divide
 from calopt_cli.options import JsonOpt, MeasureOpt, PositiveOpt, echo_json
@@ -57,7 +58,7 @@ def score(
             f"{labels} has {len(y_true)} labels but {predictions} has {len(predicted)}; "
             "they must match line by line"
         )
-    y_pred = encode_like(predicted, classes, source=str(predictions))
+    y_pred = encode_like(predicted, classes, source=str(predictions), unit="line")
 
     backend = get_backend("numpy")
     xp = backend.xp

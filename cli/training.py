@@ -15,11 +15,12 @@ from rich.console import Console
 from rich.table import Table
 
 import calopt
-from calopt import datasets
-from calopt.data import Dataset, align_features, encode_binary, read_data
 from calopt.errors import ParameterError, TrainingInterrupted
-from calopt.model import atomic_write, load_model
-from calopt.multiclass import MulticlassModel, label_text
+from calopt.io import datasets
+from calopt.io.files import Dataset, align_features, read_data
+from calopt.io.labels import encode_binary, label_text
+from calopt.models.archive import atomic_write
+from calopt.models.linear import MulticlassModel, load_model
 from calopt_cli import multiclass
 from calopt_cli.options import (
     AlgorithmOpt,

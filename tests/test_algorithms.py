@@ -15,7 +15,8 @@ import pytest
 
 import calopt
 from calopt.algorithms import Problem
-from calopt.solve import ArrayReader, run
+from calopt.io.batches import ArrayReader
+from calopt.training.loop import run
 
 
 def _dataset(n=60, d=4, seed=0, positive_rate=0.3):

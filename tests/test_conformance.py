@@ -25,7 +25,8 @@ import pytest
 import calopt
 from calopt.algorithms import Problem
 from calopt.errors import ParameterError
-from calopt.solve import ArrayReader, run
+from calopt.io.batches import ArrayReader
+from calopt.training.loop import run
 
 NP = calopt.get_backend("numpy").xp
 ALGORITHMS = [entry.name for entry in calopt.list_algorithms()]
@@ -181,9 +182,9 @@ def test_algorithm_matches_numpy_on_every_backend(name, backend):
 def test_algorithm_same_when_batches_are_gathered_one_by_one(name, backend, monkeypatch):
     """Large data are gathered batch by batch instead of permuted whole: the same rows in
     the same order, so the same model (forced here for the tiny data)."""
-    import calopt.solve
+    import calopt.io.batches
 
-    monkeypatch.setattr(calopt.solve, "BATCH_GATHER_BYTES", 0)
+    monkeypatch.setattr(calopt.io.batches, "BATCH_GATHER_BYTES", 0)
     X, y = _dataset()
     _, result = _solve(name, backend.backend, backend.asarray(X), backend.asarray(y))
     _assert_same_state(result.state, _numpy_run(name, "float64").state, to_numpy=backend.to_numpy,
@@ -200,10 +201,10 @@ def test_algorithm_on_sparse_input_matches_dense(name, density, scipy_loops, mon
     as it was."""
     import scipy.sparse
 
-    import calopt.csr
+    import calopt.io.csr
 
     if not scipy_loops:
-        monkeypatch.setattr(calopt.csr, "csr_matvec", None)
+        monkeypatch.setattr(calopt.io.csr, "csr_matvec", None)
 
     X, y = _dataset(d=100)
     rng = np.random.default_rng(4)

@@ -1,4 +1,4 @@
-"""calopt.csr.CsrRows: the mini-batch type of sparse data, checked against scipy.sparse."""
+"""calopt.io.csr.CsrRows: the mini-batch type of sparse data, checked against scipy.sparse."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import scipy.sparse
 
 import calopt
 from calopt.backends import is_sparse
-from calopt.csr import CsrRows, fast_products
-from calopt.solve import ArrayReader
+from calopt.io.csr import CsrRows, fast_products
+from calopt.io.batches import ArrayReader
 
 
 def _matrix(n=40, d=7, density=0.3, seed=0, dtype=np.float64):

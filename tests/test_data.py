@@ -18,15 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from calopt import datasets
-from calopt.data import (
-    Dataset,
-    align_features,
-    encode_binary,
-    encode_multiclass,
-    read_data,
-    read_label_file,
-    train_test_split,
-)
+from calopt.io.files import Dataset, align_features, read_data, read_label_file, train_test_split
+from calopt.io.labels import encode_binary, encode_multiclass
 from calopt.errors import DataError, ParameterError, UnknownNameError
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

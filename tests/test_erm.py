@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 import calopt
 from calopt import datasets
 from calopt.algorithms import Problem
-from calopt.solve import ArrayReader, run
+from calopt.io.batches import ArrayReader
+from calopt.training.loop import run
 
 CURVATURE = {"logistic": 0.25, "squared": 2.0, "calibrated-hinge": 0.25}
 
@@ -395,7 +396,7 @@ def test_wide_data_use_the_trace_bound_and_still_descend(monkeypatch, sparse):
     from calopt_algorithms import erm
 
     X, y = synthetic(n=150, d=6, seed=8)
-    if sparse:  # sparse enough to be served as CSR batches (calopt.csr.CsrRows)
+    if sparse:  # sparse enough to be served as CSR batches (calopt.io.csr.CsrRows)
         X = np.where(np.random.default_rng(0).random(X.shape) < 0.2, X, 0.0)
     l2 = 1e-3
     data = scipy.sparse.csr_matrix(X) if sparse else X

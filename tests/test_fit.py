@@ -10,8 +10,8 @@ from sklearn.metrics import f1_score, jaccard_score
 
 import calopt
 from calopt import datasets
-from calopt.fit import best_threshold
-from calopt.model import LinearModel
+from calopt.training.threshold import best_threshold
+from calopt.models.linear import LinearModel
 
 
 @pytest.fixture(scope="module")

@@ -21,11 +21,12 @@ from typer.testing import CliRunner
 
 import calopt
 from calopt import datasets
-from calopt.aggregate import aggregate, measure_weights
+from calopt.training.aggregate import aggregate, measure_weights
 from calopt.algorithms import Problem
 from calopt.errors import CaloptError, ModelFileError, ParameterError
-from calopt.model import LinearModel
-from calopt.solve import ArrayReader, run
+from calopt.models.linear import LinearModel
+from calopt.io.batches import ArrayReader
+from calopt.training.loop import run
 from calopt_cli.app import app
 
 # φ'(z) of the losses, written independently of plugins/calopt_losses.

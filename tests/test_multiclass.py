@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 import calopt
 from calopt.errors import DataError, ModelFileError
-from calopt.model import LinearModel, load_model
-from calopt.multiclass import MulticlassModel
+from calopt.models.linear import LinearModel, load_model
+from calopt.models.linear import MulticlassModel
 from calopt_cli.app import app
 
 runner = CliRunner()

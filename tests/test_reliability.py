@@ -24,10 +24,11 @@ from typer.testing import CliRunner
 import calopt
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import get_backend
-from calopt.checkpoint import Checkpoint
+from calopt.training.checkpoint import Checkpoint
 from calopt.errors import ModelFileError, ParameterError, TrainingInterrupted
-from calopt.model import LinearModel
-from calopt.solve import INTERRUPTED, NONFINITE, ArrayReader, LoopResult, run
+from calopt.models.linear import LinearModel
+from calopt.io.batches import ArrayReader
+from calopt.training.loop import INTERRUPTED, NONFINITE, LoopResult, run
 from calopt_cli.app import app
 
 runner = CliRunner()
@@ -640,7 +641,7 @@ def test_same_seed_gives_the_same_model_bytes(tmp_path):
 
 def test_model_files_written_before_still_load(tmp_path):
     """Files from before the determinism change hold timings and np.savez's dates."""
-    from calopt.model import _checksum
+    from calopt.models.archive import _checksum
 
     X, y = _imbalanced()
     model = calopt.fit(X, y, measure="f1", epochs=2)

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 import calopt
 from calopt.algorithms import Problem
 from calopt.scalars import FLOATS
-from calopt.solve import ArrayReader, run
+from calopt.io.batches import ArrayReader
+from calopt.training.loop import run
 
 NP = calopt.get_backend("numpy").xp
 FLOAT_MEASURES = [entry.name for entry in calopt.list_measures()

@@ -13,7 +13,8 @@ import pytest
 import calopt
 from calopt.algorithms import Problem
 from calopt.errors import ParameterError
-from calopt.solve import ArrayReader, run
+from calopt.io.batches import ArrayReader
+from calopt.training.loop import run
 from calopt_algorithms.slnd import Slnd, SlndBatch, default_rank, preconditioner
 
 NP = calopt.get_backend("numpy").xp

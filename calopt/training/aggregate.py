@@ -13,7 +13,7 @@ is weighted per class by the measure's gradient at the best model
 ``mirror-descent`` algorithm with ``signed=False`` (the models are already oriented),
 run by the one training loop over the matrix of base predictions. Each base predictor
 is linear, so the aggregate Σθ_i h_i(x) is linear too: the result is an ordinary
-:class:`~calopt.model.LinearModel` with ``coef = Σθ_i w_i/s_i`` and
+:class:`~calopt.models.linear.LinearModel` with ``coef = Σθ_i w_i/s_i`` and
 ``intercept = Σθ_i b_i/s_i − threshold``, the threshold tuned for the measure on the
 aggregation data as :func:`calopt.fit` does.
 """
@@ -28,11 +28,18 @@ from typing import Any
 
 import numpy as np
 
+from scipy.optimize import minimize_scalar
+
+from calopt import registry
 from calopt.algorithms import Problem
 from calopt.backends import get_backend, to_numpy
 from calopt.errors import DataError, ModelFileError, ParameterError
-from calopt.model import LinearModel
-from calopt.solve import ArrayReader, EpochRecord, run
+from calopt.io.batches import ArrayReader
+from calopt.io.labels import encode_like
+from calopt.models.linear import LinearModel
+from calopt.training.loop import EpochRecord, run
+from calopt.training.threshold import best_threshold
+from calopt.version import __version__
 
 __all__ = ["BATCH_SIZE", "RADIUS", "aggregate", "load_models", "measure_weights", "risk_slope"]
 
@@ -98,8 +105,6 @@ def measure_weights(scores: np.ndarray, y: np.ndarray, measure: Any) -> tuple[fl
     is not positive (min(TPR, TNR) away from its kink) the two rates count equally,
     a = b (the balanced weights).
     """
-    from calopt.fit import best_threshold
-
     values = [best_threshold(column, y, measure) for column in scores.T]
     best = int(np.argmax([value for _, value in values]))
     predicted = scores[:, best] > values[best][0]
@@ -127,8 +132,6 @@ def risk_slope(u: np.ndarray, y: np.ndarray, loss: Any, weights: np.ndarray | No
     The risk is convex in a, so unimodal in log a; the search is bounded to
     a ∈ [e⁻¹⁰, e¹⁰] (a score that separates the data pushes a to the upper end).
     """
-    from scipy.optimize import minimize_scalar
-
     w = 1.0 if weights is None else weights
     xp = get_backend("numpy").xp
 
@@ -166,10 +169,6 @@ def aggregate(
     ``batch_size`` defaults to :data:`BATCH_SIZE`.
     The result's ``options["aggregate"]`` records the models, their scales and θ̂.
     """
-    from calopt import __version__, get_algorithm, get_loss, get_measure
-    from calopt.data import encode_like
-    from calopt.fit import best_threshold
-
     named = load_models(models)
     names, bases = list(named), list(named.values())
     if measure is None:
@@ -179,7 +178,7 @@ def aggregate(
                 f"the models were trained for different measures ({', '.join(sorted(measures))}); "
                 "give the measure to aggregate for")
         measure = measures.pop()
-    measure, loss = get_measure(measure), get_loss(loss)
+    measure, loss = registry.get_measure(measure), registry.get_loss(loss)
     if not (isinstance(epochs, int) and epochs >= 1):
         raise ParameterError(f"epochs must be a whole number ≥ 1, got {epochs!r}")
     if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
@@ -210,7 +209,7 @@ def aggregate(
 
     backend = get_backend("numpy")
     xp = backend.xp
-    algorithm = get_algorithm("mirror-descent", radius=radius, beta0=beta0, temperature=temperature,
+    algorithm = registry.get_algorithm("mirror-descent", radius=radius, beta0=beta0, temperature=temperature,
                               signed=False, positive_weight=positive_weight, negative_weight=negative_weight)
     n = int(y_pm.size)
     problem = Problem(xp, backend.dtype, backend.device, n, len(bases), float(np.mean(y_pm > 0)),

@@ -8,7 +8,7 @@ the training data. Resuming regenerates the epoch's permutation from the saved
 generator state and skips the batches done, so the final model is the one an
 uninterrupted run with the same seed gives.
 
-Like a model file (:mod:`calopt.model`) it is an ``.npz`` of plain arrays plus a JSON
+Like a model file (:mod:`calopt.models.archive`) it is an ``.npz`` of plain arrays plus a JSON
 document, written atomically, checksummed and read with ``allow_pickle=False``. The
 state's NamedTuple type comes from the algorithm (its ``init``), never from the file,
 so loading a checkpoint imports and executes nothing.
@@ -32,9 +32,12 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
+from calopt import registry
 from calopt.backends import Backend, is_sparse, to_numpy
 from calopt.errors import ModelFileError, ParameterError, TrainingInterrupted
-from calopt.model import load_archive, save_archive
+from calopt.models.archive import load_archive, save_archive
+from calopt.training.loop import INTERRUPTED, LoopResult, run
+from calopt.version import __version__
 
 __all__ = ["FORMAT_VERSION", "Checkpoint", "checked_resume", "data_fingerprint", "run_resumable"]
 
@@ -171,9 +174,7 @@ class Checkpoint:
     @classmethod
     def capture(cls, position: Any, algorithm: Any, *, options: dict[str, Any],
                 fingerprint: dict[str, Any]) -> Checkpoint:
-        """Copy a loop position (a :class:`calopt.solve.LoopResult`) to the host."""
-        from calopt import __version__
-
+        """Copy a loop position (a :class:`calopt.training.loop.LoopResult`) to the host."""
         arrays: dict[str, np.ndarray] = {}
         state = _encode(position.state, arrays, "state")
         start = None
@@ -186,8 +187,6 @@ class Checkpoint:
     # -- resuming -------------------------------------------------------------------
     def make_algorithm(self) -> Any:
         """The algorithm, with the parameters (and step) of the interrupted run."""
-        from calopt import registry
-
         return registry.get("algorithm", self.algorithm, **self.algorithm_params)
 
     def check(self, options: dict[str, Any], fingerprint: dict[str, Any]) -> None:
@@ -216,8 +215,6 @@ class Checkpoint:
         ``template`` is a fresh ``algorithm.init(problem)``: it gives the NamedTuple
         types, and a field mismatch is a clear error rather than a wrong resume.
         """
-        from calopt.solve import INTERRUPTED, LoopResult
-
         state = _decode(self.state, template, self.arrays, backend, self.source)
         start = None if self.epoch_start_state is None else _decode(
             self.epoch_start_state, template, self.arrays, backend, self.source)
@@ -311,7 +308,7 @@ def run_resumable(
     resume: Checkpoint | None = None,
     interrupt: Callable[[], bool] | None = None,
 ) -> Any:
-    """:func:`calopt.solve.run` with checkpoints; the loop's result unless interrupted.
+    """:func:`calopt.training.loop.run` with checkpoints; the loop's result unless interrupted.
 
     ``resume`` (a checkpoint already :meth:`~Checkpoint.check`-ed against ``options``
     and ``fingerprint()``) continues where it stopped. ``checkpoint`` (a path, or a
@@ -319,8 +316,6 @@ def run_resumable(
     epochs and one when ``interrupt()`` turns true, which then raises
     :class:`~calopt.errors.TrainingInterrupted` holding it.
     """
-    from calopt.solve import INTERRUPTED, run
-
     write = checkpoint if callable(checkpoint) else None
     if checkpoint is not None and write is None:
         def write(saved: Checkpoint) -> None:

@@ -1,46 +1,30 @@
-"""The one training loop, and the in-memory reader that serves it mini-batches.
+"""Readers: what serves the training loop its mini-batches.
 
-Data reach the loop through a reader: ``epoch(batch_size, rng)`` yields the shuffled
-mini-batches of one pass and ``full()`` returns all the data (for once-per-epoch
-evaluation and batch algorithms). :class:`ArrayReader` serves arrays already on the
-backend; a reader of files larger than memory implements the same two methods.
-
-The loop owns epochs, shuffling, timing, history, callbacks, checkpoints and stopping;
-algorithms only ``update`` on one mini-batch (see :mod:`calopt.algorithms`). Host/device
-synchronisation happens once per epoch, in the record step.
-
-An ``interrupt`` flag is checked after every batch: when it is set the loop stops with
-status INTERRUPTED and returns its position (epoch, batch, the generator's state at the
-start of that epoch), which :mod:`calopt.checkpoint` saves; ``run(..., resume=result)``
-regenerates the epoch's permutation, skips the batches done and ends exactly where an
-uninterrupted run would.
+A reader has ``epoch(batch_size, rng)``, the shuffled mini-batches of one pass, and
+``full()``, all the data (for once-per-epoch evaluation and batch algorithms).
+:class:`ArrayReader` serves arrays already on the backend, or a scipy CSR matrix on
+NumPy; a reader of files larger than memory implements the same two methods.
 """
 
 from __future__ import annotations
 
-import itertools
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
-from calopt.algorithms import Algorithm, Problem
 from calopt.backends import is_sparse
-from calopt.csr import CsrRows, fast_products
+from calopt.io.csr import CsrRows, fast_products
 
 try:  # the C++ loops behind scipy's X[rows] and X.toarray(), without their checks and copies
     from scipy.sparse._sparsetools import csr_row_index, csr_todense
 except ImportError:  # pragma: no cover - a SciPy that moved them: its public routes instead
     csr_row_index = csr_todense = None
 
-__all__ = ["INTERRUPTED", "ArrayReader", "BatchReader", "EpochRecord", "LoopResult", "run"]
+__all__ = ["ArrayReader", "BatchReader"]
 
 Array = Any
-
-#: Status codes of a finished loop (SciPy style); INTERRUPTED: stopped mid-run, resumable.
-CONVERGED, MAXITER, CALLBACK, INTERRUPTED, NONFINITE = 0, 1, 2, 3, -1
 
 
 class BatchReader(Protocol):
@@ -64,7 +48,7 @@ class ArrayReader:
     are gathered batch by batch instead. A CSR matrix with at least
     :data:`DENSE_DENSITY` nonzeros per cell is made dense once, here (ijcnn1); a sparser
     one is permuted as CSR each epoch (scipy's row gather on the index arrays, a fraction
-    of the bytes of a dense copy) and its slices are served as :class:`calopt.csr.CsrRows`
+    of the bytes of a dense copy) and its slices are served as :class:`calopt.io.csr.CsrRows`
     (a9a, w8a), whose products with vectors run scipy's C++ loops directly. Without those
     loops (a SciPy that moved them) the slices are served dense from
     :data:`DENSE_BATCH_DENSITY` nonzeros per cell, else as scipy CSR matrices.
@@ -151,7 +135,7 @@ def _gathered_batches(
 #: nonzero as CSR (2-core AMD EPYC), so dense wins above a density of about 0.3
 #: (ijcnn1, 0.59: 2.8 ms dense against 6.2 ms; the reader table of bench_throughput.py).
 DENSE_DENSITY = 0.3
-#: Without scipy's product loops (see calopt.csr): nonzeros per cell from which the
+#: Without scipy's product loops (see calopt.io.csr): nonzeros per cell from which the
 #: batches of a CSR matrix are served dense (a9a, 0.11: about 7 µs to build a batch and
 #: 9 µs of dense products against 45-50 µs of scipy slicing and sparse products; w8a,
 #: 0.039 with 300 features: CSR is faster). With them, CsrRows beat both: a reader epoch
@@ -210,120 +194,3 @@ def _dense_rows(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, d: in
     cells += indices[first:last]
     block.ravel()[cells] = data[first:last]
     return block
-
-
-class EpochRecord(NamedTuple):
-    """What the loop hands a callback after each epoch."""
-
-    epoch: int
-    seconds: float  #: cumulative training time (without the record step)
-    state: Any
-    weights: tuple[Array, Array]
-
-
-@dataclass
-class LoopResult:
-    """Where the loop stopped; with status INTERRUPTED, enough to resume it exactly."""
-
-    state: Any
-    epochs: int  #: epochs completed
-    seconds: float
-    status: int
-    message: str
-    history: list[dict[str, float]] = field(default_factory=list)
-    #: Batches done in the unfinished epoch ``epochs + 1`` (0 at an epoch boundary).
-    batch: int = 0
-    #: ``bit_generator.state`` of the shuffling generator at the start of that epoch.
-    rng_state: dict | None = None
-    #: The state at the start of that epoch (mid-epoch only): the fallback of a divergence.
-    epoch_start_state: Any = None
-
-
-# Overflow and NaN are the loop's to catch (status NONFINITE, the last finite state kept),
-# not NumPy warnings to print mid-run.
-@np.errstate(over="ignore", invalid="ignore", divide="ignore")
-def run(
-    algorithm: Algorithm,
-    problem: Problem,
-    reader: BatchReader,
-    *,
-    epochs: int,
-    seed: int | None = 0,
-    state: Any = None,
-    start_epoch: int = 0,
-    record: Callable[[EpochRecord], dict[str, float]] | None = None,
-    callback: Callable[[EpochRecord], None] | None = None,
-    rng_state: dict | None = None,
-    resume: LoopResult | None = None,
-    interrupt: Callable[[], bool] | None = None,
-    checkpoint: Callable[[LoopResult], None] | None = None,
-    checkpoint_every: int = 0,
-) -> LoopResult:
-    """Run ``algorithm`` for ``epochs`` passes over ``reader``.
-
-    ``record(epoch_record)`` returns the numbers to store in the history (it runs
-    outside the timed part); ``callback(epoch_record)`` may raise ``StopIteration``
-    to stop cleanly. A non-finite model stops the loop with status NONFINITE and
-    the last finite state. ``state``/``start_epoch``/``rng_state`` start from an
-    epoch boundary; ``resume`` (an INTERRUPTED result, or a checkpoint's) continues
-    mid-epoch with its history and time. ``interrupt()`` is checked after each batch;
-    when true the loop stops with status INTERRUPTED. ``checkpoint(position)`` is
-    called every ``checkpoint_every`` completed epochs while the loop goes on.
-    """
-    xp = problem.xp
-    rng = np.random.default_rng(seed)
-    history: list[dict[str, float]] = []
-    seconds, skip, epoch_start_state = 0.0, 0, None
-    if resume is not None:
-        state, start_epoch, rng_state = resume.state, resume.epochs, resume.rng_state
-        history, seconds, skip = list(resume.history), resume.seconds, resume.batch
-        epoch_start_state = resume.epoch_start_state if resume.batch else None
-    if rng_state is not None:
-        rng.bit_generator.state = rng_state
-    if state is None:
-        state = algorithm.init(problem)
-    status, message = MAXITER, f"stopped after {epochs} epochs"
-    epoch = start_epoch
-    while epoch < epochs:
-        started = time.perf_counter()
-        previous = state if epoch_start_state is None else epoch_start_state
-        epoch_rng_state, epoch_start_state = rng.bit_generator.state, None
-        batches = itertools.islice(reader.epoch(problem.batch_size, rng), skip, None)
-        done, skip = skip, 0
-        for X_batch, y_batch in batches:
-            state = algorithm.update(state, X_batch, y_batch, problem)
-            done += 1
-            if interrupt is not None and interrupt():
-                seconds += time.perf_counter() - started
-                return LoopResult(state, epoch, seconds, INTERRUPTED,
-                                  f"interrupted in epoch {epoch + 1} after batch {done}",
-                                  history, done, epoch_rng_state, previous)
-        X_all, y_all = reader.full()
-        state = algorithm.end_epoch(state, X_all, y_all, problem)
-        w, b = algorithm.weights(state)
-        finite = bool(xp.all(xp.isfinite(w))) and bool(xp.all(xp.isfinite(b)))  # the epoch's sync
-        seconds += time.perf_counter() - started
-        epoch += 1
-        if not finite:
-            state, epoch = previous, epoch - 1
-            status, message = NONFINITE, f"diverged in epoch {epoch + 1}: non-finite weights; kept epoch {epoch}"
-            break
-        info = EpochRecord(epoch, seconds, state, (w, b))
-        row: dict[str, float] = {"epoch": epoch, "seconds": seconds}
-        if record is not None:
-            row.update(record(info))
-        row.update({k: float(v) for k, v in algorithm.describe_state(state).items()})
-        history.append(row)
-        if callback is not None:
-            try:
-                callback(info)
-            except StopIteration:
-                status, message = CALLBACK, f"stopped by the callback after epoch {epoch}"
-                break
-        if algorithm.converged(state):
-            status, message = CONVERGED, f"converged after {epoch} epochs"
-            break
-        if checkpoint is not None and checkpoint_every and epoch % checkpoint_every == 0 and epoch < epochs:
-            checkpoint(LoopResult(state, epoch, seconds, INTERRUPTED, f"checkpoint after epoch {epoch}",
-                                  list(history), 0, rng.bit_generator.state))
-    return LoopResult(state, epoch, seconds, status, message, history)

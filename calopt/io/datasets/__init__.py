@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calopt.data import Dataset, _compression, _read_libsvm, align_features
+from calopt.io.files import Dataset, align_features, read_libsvm
 from calopt.errors import UnknownNameError
 
 __all__ = ["SPLITS", "load", "names", "path"]
@@ -58,8 +58,7 @@ def path(name: str, split: str = "train") -> Path:
 @functools.lru_cache(maxsize=None)
 def _parsed(key: str, split: str) -> tuple[object, np.ndarray]:
     """The parsed (X, labels) of one file, read-only; padded to the train width."""
-    file = path(key, split)
-    dataset = _read_libsvm(file, str(file), _compression(file, str(file)), zero_based=False)
+    dataset = read_libsvm(path(key, split), zero_based=False)
     dataset = align_features(dataset, _DATASETS[key][2])
     for array in (dataset.X.data, dataset.X.indices, dataset.X.indptr, dataset.labels):
         array.flags.writeable = False

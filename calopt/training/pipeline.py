@@ -1,4 +1,4 @@
-"""``calopt.fit``: train a linear classifier for a measure, with defaults chosen from the data.
+"""The training pipeline: ``fit`` (binary) and ``fit_multiclass`` (one-vs-rest).
 
 What happens, in order (each step documented because each is a choice):
 
@@ -19,6 +19,7 @@ What happens, in order (each step documented because each is a choice):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -26,17 +27,22 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from calopt import registry
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
-from calopt.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
-from calopt.errors import ParameterError
+from calopt.errors import DataError, ModelFileError, ParameterError, TrainingInterrupted
+from calopt.io.batches import ArrayReader
+from calopt.io.labels import encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text
 from calopt.measures import Measure, confusion_counts
-from calopt.model import LinearModel, json_label
-from calopt.solve import ArrayReader, EpochRecord, run
+from calopt.models.linear import LinearModel, MulticlassModel
+from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
+from calopt.training.loop import EpochRecord, run
+from calopt.training.threshold import best_threshold
+from calopt.version import __version__
 
-__all__ = ["best_threshold", "default_algorithm", "default_loss", "fit", "resolve_backend"]
+__all__ = ["default_algorithm", "default_loss", "fit", "fit_multiclass", "resolve_backend"]
 
 Array = Any
 _DEFAULT_ALGORITHM = {"concave": "spade", "pseudo-linear": "stamp"}
@@ -64,35 +70,6 @@ def resolve_backend(X: Any, backend: str | None, dtype: str | None, device: Any)
 def default_batch_size(n_samples: int) -> int:
     """Mini-batch size from the data size: n/100, between 32 and 1024."""
     return int(min(1024, max(32, n_samples // 100)))
-
-
-def best_threshold(scores: np.ndarray, y: np.ndarray, measure: Measure) -> tuple[float, float]:
-    """The threshold on ``scores`` that maximises ``measure`` for labels ``y`` (±1), and its value.
-
-    Every cut between distinct sorted scores is evaluated at once from cumulative
-    confusion counts; the threshold is the midpoint of the best cut.
-    """
-    scores = np.asarray(scores, dtype=np.float64)
-    order = np.argsort(-scores, kind="stable")
-    sorted_scores, positive = scores[order], np.asarray(y)[order] > 0
-    tp = np.concatenate([[0.0], np.cumsum(positive, dtype=np.float64)])
-    fp = np.arange(scores.size + 1, dtype=np.float64) - tp
-    n_pos, n_neg = tp[-1], fp[-1]
-    # a cut after position k is valid where the k-th and (k+1)-th scores differ
-    valid = np.ones(scores.size + 1, dtype=bool)
-    valid[1:-1] = sorted_scores[:-1] > sorted_scores[1:]
-    import array_api_compat.numpy as npx
-
-    values = np.asarray(measure.from_counts(tp, fp, n_neg - fp, n_pos - tp, xp=npx))
-    values = np.where(valid, values, -np.inf)
-    k = int(np.argmax(values))
-    if k == 0:
-        threshold = sorted_scores[0] + 1.0 if scores.size else 0.0
-    elif k == scores.size:
-        threshold = sorted_scores[-1] - 1.0
-    else:
-        threshold = (sorted_scores[k - 1] + sorted_scores[k]) / 2
-    return float(threshold), float(values[k])
 
 
 def _stratified_split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -143,8 +120,6 @@ class _Data:
         self.scale[~(self.scale > 0) | ~np.isfinite(self.scale)] = 1.0
         if scale is not False:
             if is_sparse(X):
-                import scipy.sparse
-
                 X = (X @ scipy.sparse.diags(1.0 / self.scale)).tocsr().astype(X.dtype)
             else:
                 X = X / backend.asarray(self.scale)
@@ -183,12 +158,12 @@ def fit(
     (``"fbeta:beta=2"``) or component objects. ``backend`` (``numpy``,
     ``array-api-strict``, ``torch``, ``cupy``) defaults to X's own; ``dtype`` is
     float64 except on the GPU (float32). ``eval_set=(X_test, y_test)`` adds the test
-    value of each epoch to the history. Returns a :class:`~calopt.model.LinearModel`
+    value of each epoch to the history. Returns a :class:`~calopt.models.linear.LinearModel`
     whose ``history`` has one row per epoch (``train`` and ``test`` at the threshold
     tuned as for the final model, so the last row is the model's own values) and
     ``fit_seconds`` the solver time.
 
-    Interruption (:mod:`calopt.checkpoint`): ``interrupt()`` is checked after every
+    Interruption (:mod:`calopt.training.checkpoint`): ``interrupt()`` is checked after every
     batch; when it returns true, training stops and raises
     :class:`~calopt.errors.TrainingInterrupted` holding the checkpoint (also written to
     ``checkpoint`` when given, as it is every ``checkpoint_every`` epochs; a callable
@@ -196,12 +171,9 @@ def fit(
     ``resume=`` that checkpoint or its path, with the same data and options, skips the
     step trial and ends with the model an uninterrupted run gives.
     """
-    from calopt import __version__, get_algorithm, get_loss, get_measure
-    from calopt.data import encode_binary, encode_like
-
-    measure = get_measure(measure)
-    algorithm = get_algorithm(algorithm or default_algorithm(measure))
-    loss = get_loss(loss or default_loss(algorithm))
+    measure = registry.get_measure(measure)
+    algorithm = registry.get_algorithm(algorithm or default_algorithm(measure))
+    loss = registry.get_loss(loss or default_loss(algorithm))
     if not (isinstance(epochs, int) and epochs >= 1):
         raise ParameterError(f"epochs must be a whole number ≥ 1, got {epochs!r}")
     if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
@@ -323,3 +295,200 @@ def _choose_step(algorithm: Algorithm, problem: Problem, data: _Data, kept: np.n
             best, best_value = candidate, value
     return best if best is not None else registry.get(
         "algorithm", algorithm.name, **{**algorithm.params, "step": candidates[0]})
+
+
+def fit_multiclass(
+    X: Any,
+    y: Any,
+    *,
+    algorithm: Any = "slnd",
+    loss: Any = None,
+    measure: Any = "f1",
+    backend: str | None = None,
+    dtype: str | None = None,
+    device: Any = None,
+    epochs: int = 10,
+    batch_size: int | None = None,
+    seed: int = 0,
+    scale: bool = True,
+    eval_set: tuple[Any, Any] | None = None,
+    callback: Callable[[EpochRecord], None] | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int | None = None,
+    resume: Any = None,
+    interrupt: Callable[[], bool] | None = None,
+) -> MulticlassModel:
+    """Train a one-vs-rest linear classifier on (X, y) with any number of classes ≥ 2.
+
+    ``algorithm`` (default SLND) trains all classes in one run when it declares
+    ``multiclass``; any other algorithm is run by :func:`calopt.fit` once per class
+    (class c as positive, with ``measure``); each class's scores are then put on a
+    common scale for the argmax: centred at its threshold tuned for ``measure`` (0 is
+    "class c" by that class's own rule) and divided by their standard deviation on the
+    training data. On letter (70/30, seed 0) that took test top-1 from 0.37 to 0.55
+    (spade, gmean) and from 0.35 to 0.62 (stamp, f1). Features are max-abs scaled as in
+    calopt.fit. ``eval_set=(X_test, y_test)`` adds the test top-1 accuracy (multiclass
+    algorithms) or the macro test measure (one class at a time) to each history row.
+    ``callback`` runs after each epoch (of each class, one class at a time).
+
+    ``checkpoint``, ``checkpoint_every``, ``resume`` and ``interrupt`` work as in
+    :func:`calopt.fit` (:class:`~calopt.errors.TrainingInterrupted`, then ``resume=``);
+    one class at a time, the checkpoint also holds the classes already finished.
+    """
+    labels = to_numpy(y)
+    codes, classes = encode_multiclass(labels)
+    if classes.size < 2:
+        raise DataError(f"training labels: only one class ({label_text(classes[0])}); need two or more")
+    if X.shape[0] != codes.size:
+        raise ParameterError(f"X has {X.shape[0]} rows but y has {codes.size} labels")
+    if not (isinstance(epochs, int) and epochs >= 1):
+        raise ParameterError(f"epochs must be a whole number ≥ 1, got {epochs!r}")
+    resume = checked_resume(checkpoint, checkpoint_every, resume)
+    measure = registry.get_measure(measure)
+    algorithm = registry.get_algorithm(algorithm)
+    loss = registry.get_loss(loss or default_loss(algorithm))
+    classes = tuple(json_label(c) for c in classes)
+    C = len(classes)
+    started = time.perf_counter()
+    resolved = resolve_backend(X, backend, dtype, device)
+    # what a resumed run must repeat; "classes" tells a multiclass checkpoint from a binary one
+    options = {"classes": list(classes), "one_vs_rest": "together" if algorithm.multiclass else "per class",
+               "measure": measure.spec, "algorithm": algorithm.spec, "loss": loss.spec, "epochs": epochs,
+               "batch_size": batch_size, "seed": seed, "backend": resolved.name,
+               "dtype": resolved.dtype_name, "scale": scale, "eval_set": eval_set is not None}
+    fingerprint = functools.cache(lambda: data_fingerprint(X, codes, backend_of(X)))
+    if resume is not None:
+        resume.check(options, fingerprint())
+
+    eval_codes = None if eval_set is None else encode_among(to_numpy(eval_set[1]), classes,
+                                                            source="evaluation labels")
+    if not algorithm.multiclass:
+        return _fit_one_class_at_a_time(
+            X, codes, classes, algorithm, loss, measure, eval_set, eval_codes, options, fingerprint,
+            started, checkpoint=checkpoint, resume=resume, fit_options=dict(
+                backend=backend, dtype=dtype, device=device, epochs=epochs, batch_size=batch_size, seed=seed,
+                scale=scale, callback=callback, checkpoint_every=checkpoint_every, interrupt=interrupt))
+
+    xp = resolved.xp
+    members = codes[None, :] == np.arange(C)[:, None]
+    data = _Data(X, np.where(members, 1.0, -1.0), resolved, scale)
+    problem = Problem(xp, resolved.dtype, resolved.device, int(codes.size), int(data.X.shape[1]),
+                      1.0 / C, measure, loss, batch_size or default_batch_size(int(codes.size)),
+                      epochs, n_classes=C)
+    algorithm.check_problem(problem)
+    if resume is not None:
+        algorithm = resume.make_algorithm()
+    reader = algorithm.prepare(problem, data.X, data.y, seed=seed)
+    train_codes = xp.asarray(codes, device=resolved.device)
+    evaluation = None
+    if eval_set is not None:
+        eval_data = _Data(eval_set[0], eval_codes, resolved, scale=data.scale)
+        evaluation = (eval_data.X, xp.asarray(eval_codes, device=resolved.device))
+    record_seconds = 0.0
+
+    def top1(w: Array, b: Array, X_part: Any, codes_part: Array) -> float:
+        hits = xp.argmax(X_part @ w + b, axis=1) == codes_part
+        return float(xp.mean(xp.astype(hits, resolved.dtype)))
+
+    def record(info: EpochRecord) -> dict[str, float]:
+        nonlocal record_seconds
+        begun = time.perf_counter()
+        w, b = info.weights
+        row = {"train": top1(w, b, data.X, train_codes)}
+        if evaluation is not None:
+            row["test"] = top1(w, b, *evaluation)
+        record_seconds += time.perf_counter() - begun
+        return row
+
+    result = run_resumable(algorithm, problem, reader, epochs=epochs, seed=seed, backend=resolved,
+                           options=options, fingerprint=fingerprint, record=record, callback=callback,
+                           checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                           interrupt=interrupt)
+    w, b = algorithm.weights(result.state)
+    return MulticlassModel(
+        coef=to_numpy(w).astype(np.float64) / data.scale[:, None],
+        intercept=to_numpy(b).astype(np.float64),
+        classes=classes, measure=measure.spec, algorithm=algorithm.spec, loss=loss.spec,
+        scale=data.scale,
+        options={"epochs": result.epochs, "batch_size": problem.batch_size, "seed": seed,
+                 "backend": resolved.name, "dtype": resolved.dtype_name, "scale": scale,
+                 "algorithm_params": algorithm.params,
+                 "rank": getattr(reader, "rank", None), "sample": getattr(reader, "sample", None)},
+        history=result.history,
+        fit_seconds=time.perf_counter() - started - record_seconds + (resume.seconds if resume else 0.0),
+        status=result.status, message=result.message, version=__version__,
+    )
+
+
+def _fit_one_class_at_a_time(
+    X: Any, codes: np.ndarray, classes: tuple[Any, ...], algorithm: Any, loss: Any, measure: Any,
+    eval_set: tuple[Any, Any] | None, eval_codes: np.ndarray | None, options: dict[str, Any],
+    fingerprint: Callable[[], dict[str, Any]], started: float, *, checkpoint: Any,
+    resume: Checkpoint | None, fit_options: dict[str, Any],
+) -> MulticlassModel:
+    """One-vs-rest by :func:`calopt.fit` once per class; checkpoints name the class and keep the finished ones.
+
+    A class's own checkpoint is wrapped in the multiclass one: its options and
+    fingerprint move to ``one_vs_rest`` (with the finished classes), so resuming checks
+    the multiclass run, restores the finished classes and resumes the current one.
+    """
+    finished: list[dict[str, Any]] = []  # per class: coef, intercept, history, status, message, options
+    current = None
+    if resume is not None:
+        part = resume.one_vs_rest or {}
+        done = part.get("finished", [])
+        coefs = resume.arrays.get("finished.coef")
+        if not isinstance(part.get("class"), int) or len(done) != part["class"] or \
+                (done and (coefs is None or coefs.ndim != 2 or coefs.shape[1] != len(done))):
+            raise ModelFileError(f"{resume.source}: incomplete one-vs-rest checkpoint")
+        finished = [{**entry, "coef": coefs[:, c]} for c, entry in enumerate(done)]
+        current = dataclasses.replace(resume, options=part["options"], fingerprint=part["fingerprint"],
+                                      one_vs_rest=None)
+
+    def wrap(inner: Checkpoint, c: int) -> Checkpoint:
+        arrays = dict(inner.arrays)
+        if finished:
+            arrays["finished.coef"] = np.stack([entry["coef"] for entry in finished], axis=1)
+        return dataclasses.replace(inner, options=options, fingerprint=fingerprint(), arrays=arrays, one_vs_rest={
+            "class": c, "label": label_text(classes[c]), "options": inner.options, "fingerprint": inner.fingerprint,
+            "finished": [{k: v for k, v in entry.items() if k != "coef"} for entry in finished]})
+
+    first_to_fit = len(finished)
+    for c in range(first_to_fit, len(classes)):
+        write = None if checkpoint is None else (lambda inner, c=c: wrap(inner, c).save(checkpoint))
+        try:
+            model = fit(X, np.where(codes == c, 1.0, -1.0), measure=measure, algorithm=algorithm, loss=loss,
+                        positive=1.0, checkpoint=write,
+                        resume=current if c == first_to_fit else None,
+                        eval_set=None if eval_set is None else (eval_set[0], np.where(eval_codes == c, 1.0, -1.0)),
+                        **fit_options)
+        except TrainingInterrupted as exc:
+            saved = wrap(exc.checkpoint, c)
+            where = f"; checkpoint written to {checkpoint}" if checkpoint is not None else ""
+            raise TrainingInterrupted(f"training interrupted in {saved.describe()}{where}", saved,
+                                      checkpoint) from None
+        spread = float(np.std(to_numpy(model.decision_function(X))))
+        spread = spread if spread > 0 and np.isfinite(spread) else 1.0
+        finished.append({"coef": model.coef / spread, "intercept": model.intercept / spread,
+                         "spread": spread, "history": model.history,
+                         "status": model.status, "message": model.message, "options": model.options,
+                         "scale": model.scale.tolist()})
+
+    history = [
+        {"epoch": rows[0]["epoch"], "seconds": sum(r["seconds"] for r in rows),
+         **{key: float(np.mean([r[key] for r in rows])) for key in ("train", "test") if key in rows[0]}}
+        for rows in zip(*(entry["history"] for entry in finished))
+    ]
+    first = finished[0]
+    return MulticlassModel(
+        coef=np.stack([entry["coef"] for entry in finished], axis=1),
+        intercept=np.array([entry["intercept"] for entry in finished]),
+        classes=classes, measure=measure.spec, algorithm=algorithm.spec, loss=loss.spec,
+        scale=np.asarray(first["scale"], dtype=np.float64),
+        options={**first["options"], "one_vs_rest": "per class",
+                 "score_spreads": [entry.get("spread", 1.0) for entry in finished]},
+        history=history, fit_seconds=time.perf_counter() - started + (resume.seconds if resume else 0.0),
+        status=min(entry["status"] for entry in finished),
+        message="; ".join(dict.fromkeys(entry["message"] for entry in finished)),
+        version=__version__,
+    )

@@ -1,9 +1,9 @@
 """Data files in, :class:`Dataset` out: the one module that knows file formats.
 
 Reads LIBSVM/svmlight (kept sparse), CSV and NPZ files, plain or compressed with bzip2 or
-gzip, and turns labels into the ±1 or 0..K-1 codes the solvers use. Every problem with
-an input becomes a one-line :class:`~calopt.errors.DataError` that names the file, the
-line (or column) and what is wrong; nothing here trains or writes anything.
+gzip. Every problem with an input becomes a one-line :class:`~calopt.errors.DataError`
+that names the file, the line (or column) and what is wrong; nothing here trains or
+writes anything. Labels are kept as read (:mod:`calopt.io.labels` encodes them).
 """
 
 from __future__ import annotations
@@ -31,11 +31,9 @@ __all__ = [
     "FORMATS",
     "Dataset",
     "align_features",
-    "encode_binary",
-    "encode_like",
-    "encode_multiclass",
     "read_data",
     "read_label_file",
+    "read_libsvm",
     "train_test_split",
 ]
 
@@ -233,6 +231,12 @@ def read_data(
     if n_features is not None:
         dataset = _align(dataset, n_features, f"expected {n_features} (n_features)")
     return dataset
+
+
+def read_libsvm(path: str | os.PathLike, *, zero_based: bool | str = "auto") -> Dataset:
+    """A LIBSVM/svmlight file (plain, .bz2 or .gz) with the given index base, kept sparse."""
+    source = os.fspath(path)
+    return _read_libsvm(Path(source), source, _compression(Path(source), source), zero_based)
 
 
 def _read_libsvm(
@@ -579,102 +583,6 @@ def _align(dataset: Dataset, n_features: int, expected: str) -> Dataset:
     else:
         X = np.hstack([X, np.zeros((X.shape[0], n_features - have), dtype=X.dtype)])
     return Dataset(X, dataset.labels, dataset.source)
-
-
-# ----------------------------------------------------------------------------- labels
-
-
-def _show(value: Any) -> str:
-    """A label as a user wrote it: ``1`` for 1.0, ``'g'`` for a string."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-def _labels_array(labels: Any, source: str) -> np.ndarray:
-    labels = np.asarray(labels)
-    if labels.ndim != 1:
-        raise DataError(f"{source}: labels must be 1-D, not of shape {labels.shape}")
-    if labels.size == 0:
-        raise DataError(f"{source}: no labels")
-    if labels.dtype.kind == "f" and np.isnan(labels).any():
-        raise DataError(f"{source}: label {int(np.flatnonzero(np.isnan(labels))[0])} is NaN")
-    return labels
-
-
-def encode_binary(
-    labels: Any, *, positive: Any = None, source: str = "labels"
-) -> tuple[np.ndarray, tuple[Any, Any]]:
-    """Two-valued ``labels`` as float64 ±1, and ``(negative_label, positive_label)``.
-
-    The positive class is ``positive`` when given (matched by value or by its string form,
-    so ``"4"`` selects 4.0 and ``"+1"`` selects 1.0); otherwise the larger label: 1 for
-    {-1, 1} and {0, 1}, True for booleans, 4 for {2, 4}, ``'h'`` for {'g', 'h'}.
-    """
-    labels = _labels_array(labels, source)
-    classes = [c.item() for c in np.unique(labels)]
-    if len(classes) != 2:
-        shown = ", ".join(_show(c) for c in classes[:5]) + (", …" if len(classes) > 5 else "")
-        if len(classes) == 1:
-            raise DataError(f"{source}: only one class ({shown}); a binary problem needs two")
-        raise DataError(
-            f"{source}: {len(classes)} classes ({shown}); a binary problem needs exactly two"
-        )
-    if positive is None:
-        positive_label = classes[1]
-    else:
-        positive_label = _match_label(positive, classes, source)
-    negative_label = classes[0] if positive_label == classes[1] else classes[1]
-    y = np.where(labels == positive_label, 1.0, -1.0)
-    return y, (negative_label, positive_label)
-
-
-def encode_like(values: Any, classes: tuple[Any, Any], *, source: str = "labels") -> np.ndarray:
-    """Encode predicted labels in {-1, +1} given the (negative, positive) true labels.
-
-    Predictions may use both labels or only one of them, but no third value; the same
-    holds for data scored by a trained model against the model's classes.
-    """
-    values = _labels_array(values, source)
-    negative, positive = classes
-    is_positive, is_negative = values == positive, values == negative
-    unknown = np.flatnonzero(~(is_positive | is_negative))
-    if unknown.size:
-        line = int(unknown[0]) + 1
-        raise DataError(
-            f"{source}: line {line}: prediction {_show(values[line - 1])} is not one of "
-            f"the true labels ({_show(negative)} and {_show(positive)})"
-        )
-    return np.where(is_positive, 1.0, -1.0)
-
-
-def _match_label(wanted: Any, classes: list[Any], source: str) -> Any:
-    for c in classes:
-        if type(wanted) is not str and wanted == c:
-            return c
-    text = str(wanted).strip()
-    try:
-        number = float(text)
-    except ValueError:
-        number = None
-    for c in classes:
-        if text in (str(c), _show(c).strip("'")):
-            return c
-        if isinstance(c, bool) and text.lower() == str(c).lower():
-            return c
-        if number is not None and isinstance(c, (int, float)) and number == c:
-            return c
-    raise DataError(
-        f"{source}: positive class {wanted!r} is not among the labels "
-        f"({' and '.join(_show(c) for c in classes)})"
-    )
-
-
-def encode_multiclass(labels: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes 0..K-1 for ``labels``, and the K sorted classes they index."""
-    labels = _labels_array(labels, "labels")
-    classes, codes = np.unique(labels, return_inverse=True)
-    return codes.reshape(-1).astype(np.int64), classes
 
 
 # ----------------------------------------------------------------------------- splitting

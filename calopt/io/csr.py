@@ -39,7 +39,7 @@ class CsrRows:
 
     ``X @ v`` and ``X.T @ v`` for a 1-D NumPy array ``v`` of the data's dtype return new
     1-D arrays; anything else is delegated to :meth:`tocsr`. Built by
-    :class:`calopt.solve.ArrayReader` only when :func:`fast_products` holds.
+    :class:`calopt.io.batches.ArrayReader` only when :func:`fast_products` holds.
     """
 
     __slots__ = ("data", "indices", "indptr", "shape", "_matrix")

@@ -1,0 +1,1 @@
+"""Fitted models and calopt's file format."""

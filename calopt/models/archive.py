@@ -1,0 +1,155 @@
+"""calopt's file format: an ``.npz`` of plain arrays plus a checksummed JSON document.
+
+Models, multiclass models and checkpoints are all written by :func:`save_archive` and
+read by :func:`load_archive`: NumPy arrays (no object arrays, read with
+``allow_pickle=False``, so loading never executes anything), a JSON document stored as
+UTF-8 bytes under ``metadata`` with the format name, its version and a SHA-256
+checksum. Writes are atomic (a temporary file beside the target, then a rename), and
+deterministic: the zip entries carry a fixed date and timings stay out of the file, so
+the same model gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calopt.errors import ModelFileError
+
+__all__ = ["FORMAT_NAMES", "atomic_write", "load_archive", "read_format", "read_npz", "save_archive",
+           "saved_history", "write_npz"]
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *, mode: str = "wb") -> None:
+    """Call ``write(file)`` on a temporary file beside ``path``, then rename it into place."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, mode) as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+#: The date stamped on every archive entry (zip's earliest), so equal models give equal bytes.
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+#: Timing fields kept in memory but not written: they differ from run to run.
+_TIMINGS = ("fit_seconds", "seconds")
+
+
+def write_npz(handle: Any, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` as an uncompressed ``.npz`` (what ``np.savez`` writes) with fixed dates.
+
+    Entries are written in the given order, as ``.npy`` without pickle, so the bytes
+    depend on the arrays alone.
+    """
+    with zipfile.ZipFile(handle, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for key, value in arrays.items():
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
+            info.external_attr = 0o600 << 16
+            with archive.open(info, mode="w", force_zip64=True) as entry:
+                np.lib.format.write_array(entry, np.asanyarray(value), allow_pickle=False)
+
+
+def read_npz(path: str | os.PathLike, what: str) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` at ``path``, read without pickle; a one-line ModelFileError
+    when it is missing, empty, truncated or no archive (``what``: "model file", ...)."""
+    path, magic = Path(path), None
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+        with np.load(path, allow_pickle=False) as archive:
+            return {key: archive[key] for key in archive.files}
+    except FileNotFoundError:
+        raise ModelFileError(f"{path}: no such {what}") from None
+    except IsADirectoryError:
+        raise ModelFileError(f"{path}: is a directory, not a calopt {what}") from None
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
+        if magic is None:
+            problem = f"cannot read ({getattr(exc, 'strerror', None) or exc})"
+        elif not magic:
+            problem = "empty file"
+        elif magic != b"PK\x03\x04":
+            problem = "not an .npz archive"
+        elif isinstance(exc, ValueError):  # e.g. an object array, refused without unpickling
+            problem = f"unreadable array ({exc})"
+        else:  # a zip archive, cut short or damaged
+            problem = f"truncated or corrupt archive ({type(exc).__name__}: {exc})"
+        raise ModelFileError(f"{path}: not a calopt {what}: {problem}") from None
+
+
+def _checksum(arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> str:
+    digest = hashlib.sha256()
+    for key in sorted(arrays):
+        digest.update(key.encode())
+        digest.update(np.ascontiguousarray(arrays[key], dtype=np.float64).tobytes())
+    digest.update(json.dumps(metadata, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+#: What each calopt file format is called in messages.
+FORMAT_NAMES = {
+    "calopt-linear-model": "calopt model file",
+    "calopt-multiclass-model": "calopt multiclass model file",
+    "calopt-checkpoint": "calopt checkpoint",
+}
+
+
+def save_archive(path: str | os.PathLike, arrays: dict[str, np.ndarray], metadata: dict[str, Any],
+                 *, checksum: Callable[..., str] = _checksum) -> None:
+    """Write ``arrays`` and the JSON ``metadata`` (checksummed) atomically as a deterministic ``.npz``."""
+    metadata = {**metadata, "sha256": checksum(arrays, metadata)}
+    blob = np.frombuffer(json.dumps(metadata).encode(), dtype=np.uint8)
+    atomic_write(path, lambda handle: write_npz(handle, {"metadata": blob, **arrays}))
+
+
+def load_archive(path: str | os.PathLike, *, format: str, version: int,
+                 checksum: Callable[..., str] = _checksum) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The arrays and metadata of a file written by :func:`save_archive` in ``format``.
+
+    Every problem is a one-line ModelFileError naming the file: unreadable, not an
+    archive, no metadata, another format, a newer format version, a checksum mismatch.
+    """
+    path, what = Path(path), FORMAT_NAMES[format].removeprefix("calopt ")
+    arrays = read_npz(path, what)
+    try:
+        metadata = json.loads(arrays.pop("metadata").tobytes().decode())
+    except (KeyError, AttributeError, UnicodeDecodeError, json.JSONDecodeError):
+        raise ModelFileError(f"{path}: not a calopt {what} (no readable metadata)") from None
+    kind = metadata.get("format") if isinstance(metadata, dict) else None
+    if kind != format:
+        other = f" (it is a {FORMAT_NAMES[kind]})" if kind in FORMAT_NAMES else ""
+        raise ModelFileError(f"{path}: not a calopt {what}{other}")
+    found = metadata.get("format_version")
+    if not isinstance(found, int) or found > version:
+        raise ModelFileError(f"{path}: {what} format version {found} is newer than this calopt "
+                             f"understands ({version}); upgrade calopt")
+    if metadata.pop("sha256", None) != checksum(arrays, metadata):
+        raise ModelFileError(f"{path}: checksum mismatch: the {what} is corrupt")
+    return arrays, metadata
+
+
+def saved_history(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history as a model file keeps it: without the timings, which differ run to run."""
+    return [{k: v for k, v in row.items() if k not in _TIMINGS} for row in history]
+
+
+def read_format(path: str | os.PathLike) -> str | None:
+    """The ``format`` named in the metadata of the archive at ``path``; None when unreadable."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            metadata = json.loads(archive["metadata"].tobytes().decode())
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, AttributeError, UnicodeDecodeError):
+        return None
+    return metadata.get("format") if isinstance(metadata, dict) else None

@@ -1,0 +1,304 @@
+"""The fitted models: one family, binary (:class:`LinearModel`) and one-vs-rest (:class:`MulticlassModel`).
+
+Both are linear in the original feature space: the max-abs scaling (or any other affine
+feature map) used in training is folded into ``coef`` and ``intercept``, and ``scale``
+keeps the scaling for reference. A binary model predicts ``X @ coef + intercept > 0``
+(the intercept includes the threshold tuned for the measure); a one-vs-rest model
+predicts ``argmax_c (X @ coef + intercept)[:, c]``. Files use :mod:`calopt.models.archive`
+under one format name per kind; :func:`load_model` reads either.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from calopt import registry
+from calopt.backends import backend_of, get_backend, is_sparse, to_numpy
+from calopt.errors import DataError, ModelFileError, ParameterError
+from calopt.io.labels import encode_among, encode_like, json_label, label_text
+from calopt.measures import confusion_counts, safe_divide
+from calopt.models.archive import load_archive, read_format, save_archive, saved_history
+
+__all__ = ["LinearModel", "Model", "MulticlassModel", "linear_scores", "load_model"]
+
+_NUMPY = get_backend("numpy")
+
+
+def linear_scores(X: Any, coef: np.ndarray, intercept: Any) -> Any:
+    """``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse), in X's floating dtype.
+
+    ``coef`` is (d,) or (d, C) and ``intercept`` a number or (C,); a wrong number of
+    features is a DataError.
+    """
+    if X.shape[1] != coef.shape[0]:
+        raise DataError(f"X has {X.shape[1]} features, the model has {coef.shape[0]}")
+    if is_sparse(X):
+        return np.asarray(X @ coef + intercept)
+    backend = backend_of(X)  # working dtype: X's floating dtype, else float64
+    if not backend.xp.isdtype(X.dtype, "real floating"):
+        X = backend.asarray(X)
+    return X @ backend.asarray(coef) + backend.asarray(intercept)
+
+
+@dataclass
+class Model:
+    """What every fitted calopt model has: weights, classes, how it was trained, its history.
+
+    ``history`` has one row per epoch; ``status`` is the training loop's (0 converged,
+    1 the epoch budget, 2 stopped by a callback, −1 diverged) and ``message`` says it
+    in words. ``fit_seconds`` (solver time) and the history's ``seconds`` stay in
+    memory: files leave timings out so the same model gives the same bytes.
+    """
+
+    coef: np.ndarray
+    intercept: Any
+    classes: tuple[Any, ...]
+    measure: str = "f1"
+    algorithm: str = ""
+    loss: str = ""
+    scale: np.ndarray | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    history: list[dict[str, float]] = field(default_factory=list)
+    fit_seconds: float = 0.0
+    status: int = 0
+    message: str = ""
+    version: str = ""
+
+    #: The ``format`` of this kind's model files.
+    FORMAT: ClassVar[str] = ""
+    FORMAT_VERSION: ClassVar[int] = 1
+
+    @property
+    def n_features(self) -> int:
+        return int(self.coef.shape[0])
+
+    def decision_function(self, X: Any) -> Any:
+        """Scores ``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse)."""
+        return linear_scores(X, self.coef, self.intercept)
+
+    def score(self, X: Any, y: Any, measure: Any = None) -> float:
+        """The measure (default: the one trained for) on (X, y); the macro average one-vs-rest."""
+        raise NotImplementedError
+
+    # -- files ------------------------------------------------------------------------
+    def _metadata(self) -> dict[str, Any]:
+        return {
+            "format": self.FORMAT,
+            "format_version": self.FORMAT_VERSION,
+            "calopt_version": self.version,
+            "classes": [json_label(c) for c in self.classes],
+            "measure": self.measure,
+            "algorithm": self.algorithm,
+            "loss": self.loss,
+            "options": self.options,
+            "history": saved_history(self.history),
+            "status": self.status,
+            "message": self.message,
+        }
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        arrays = {"coef": np.asarray(self.coef, dtype=np.float64)}
+        if self.scale is not None:
+            arrays["scale"] = np.asarray(self.scale, dtype=np.float64)
+        return arrays
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model to ``path`` atomically (an ``.npz`` archive, no pickle)."""
+        save_archive(path, self._arrays(), self._metadata())
+
+    @classmethod
+    def _from_file(cls, arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> Model:
+        raise NotImplementedError
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Model:
+        """Read a model written by :meth:`save`; any problem is a one-line ModelFileError."""
+        path = Path(path)
+        arrays, metadata = load_archive(path, format=cls.FORMAT, version=cls.FORMAT_VERSION)
+        if "coef" not in arrays:
+            raise ModelFileError(f"{path}: incomplete model file (no coef array)")
+        try:
+            return cls._from_file(arrays, metadata)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"{path}: incomplete model metadata ({exc})") from None
+        except ModelFileError as exc:
+            raise ModelFileError(f"{path}: {exc}") from None
+
+    @staticmethod
+    def _common(arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> dict[str, Any]:
+        """The fields every model file holds, as constructor arguments."""
+        return dict(
+            coef=arrays["coef"], classes=tuple(metadata["classes"]), measure=metadata["measure"],
+            algorithm=metadata["algorithm"], loss=metadata["loss"], scale=arrays.get("scale"),
+            options=metadata["options"], history=metadata["history"],
+            fit_seconds=float(metadata.get("fit_seconds", 0.0)),  # files of before 0.1 only
+            status=int(metadata["status"]), message=metadata["message"], version=metadata["calopt_version"],
+        )
+
+
+@dataclass
+class LinearModel(Model):
+    """A binary linear classifier ``sign(X @ coef + intercept)`` trained for a measure.
+
+    ``classes`` are the (negative, positive) labels; ``intercept`` includes the tuned
+    decision ``threshold`` (kept for reference).
+    """
+
+    classes: tuple[Any, Any] = (-1.0, 1.0)
+    measure: str = "fbeta"
+    threshold: float = 0.0
+
+    FORMAT: ClassVar[str] = "calopt-linear-model"
+
+    # -- prediction ---------------------------------------------------------------
+    def predict_signs(self, X: Any) -> Any:
+        """Predictions in {−1, +1} on X's backend."""
+        scores = self.decision_function(X)
+        xp = backend_of(scores).xp
+        return xp.where(scores > 0, xp.ones_like(scores), -xp.ones_like(scores))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted class labels (the original two values), as a host NumPy array."""
+        signs = to_numpy(self.predict_signs(X))
+        return np.asarray(self.classes)[(signs > 0).astype(np.intp)]
+
+    def score(self, X: Any, y: Any, measure: Any = None) -> float:
+        """The measure (default: the one trained for) of the predictions on (X, y)."""
+        return self.evaluate(X, y, [measure or self.measure])[0]["value"]
+
+    def evaluate(self, X: Any, y: Any, measures: Any = None) -> list[dict[str, Any]]:
+        """For each measure (default: the model's), its value, TPR and TNR on (X, y)."""
+        y_pm = encode_like(to_numpy(y), self.classes, source="labels")
+        signs = to_numpy(self.predict_signs(X))
+        xp = _NUMPY.xp
+        tp, fp, tn, fn = confusion_counts(np.asarray(y_pm), signs, xp=xp)
+        tpr, tnr = float(safe_divide(tp, tp + fn, xp=xp)), float(safe_divide(tn, tn + fp, xp=xp))
+        return [
+            {"measure": m.spec, "value": float(m.from_counts(tp, fp, tn, fn, xp=xp)), "tpr": tpr, "tnr": tnr}
+            for m in (registry.get_measure(spec) for spec in (measures or [self.measure]))
+        ]
+
+    def summary(self, X: Any, y: Any) -> dict[str, Any]:
+        """The model's own measure on (X, y): ``value``, ``tpr``, ``tnr`` (the CLI's report)."""
+        result = self.evaluate(X, y)[0]
+        return {key: result[key] for key in ("value", "tpr", "tnr")}
+
+    # -- files --------------------------------------------------------------------
+    def _metadata(self) -> dict[str, Any]:
+        metadata = super()._metadata()
+        return {**dict(list(metadata.items())[:3]), "intercept": float(self.intercept),
+                "threshold": float(self.threshold), **dict(list(metadata.items())[3:])}
+
+    @classmethod
+    def _from_file(cls, arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> LinearModel:
+        return cls(**cls._common(arrays, metadata), intercept=float(metadata["intercept"]),
+                   threshold=float(metadata["threshold"]))
+
+
+@dataclass
+class MulticlassModel(Model):
+    """A one-vs-rest linear classifier: class ``argmax_c (X @ coef + intercept)[:, c]``.
+
+    ``coef`` is (d, C) and ``intercept`` (C,); ``classes`` are the original labels, in
+    the order of the columns; ``measure`` is the binary measure that :meth:`evaluate`
+    reports per class by default.
+    """
+
+    FORMAT: ClassVar[str] = "calopt-multiclass-model"
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.coef.shape[1])
+
+    # -- prediction ---------------------------------------------------------------------
+    def predict(self, X: Any) -> np.ndarray:
+        """The predicted classes (original labels) as a host NumPy array."""
+        codes = np.argmax(to_numpy(self.decision_function(X)), axis=1)
+        return np.asarray(self.classes)[codes]
+
+    def _ranked(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Codes of y, host scores (n, C), and how many classes score above each row's own."""
+        codes = encode_among(to_numpy(y), self.classes, source="labels")
+        scores = np.asarray(to_numpy(self.decision_function(X)), dtype=np.float64)
+        if scores.shape[0] != codes.size:
+            raise DataError(f"X has {scores.shape[0]} rows but y has {codes.size} labels")
+        own = scores[np.arange(codes.size), codes]
+        return codes, scores, np.sum(scores > own[:, None], axis=1)
+
+    def top_k_accuracy(self, X: Any, y: Any, k: int = 1) -> float:
+        """Fraction of rows whose class is among the k best-scored (ties count in its favour)."""
+        if not (isinstance(k, int) and k >= 1):
+            raise ParameterError(f"k must be a whole number ≥ 1, got {k!r}")
+        _, _, above = self._ranked(X, y)
+        return float(np.mean(above < k)) if above.size else 0.0
+
+    def score(self, X: Any, y: Any, measure: Any = None) -> float:
+        """The macro average over the classes of the measure (default: the model's), one-vs-rest."""
+        return self.evaluate(X, y, [measure or self.measure])["measures"][0]["macro"]
+
+    def evaluate(self, X: Any, y: Any, measures: Any = None, *, top: tuple[int, ...] = (1, 5)) -> dict[str, Any]:
+        """Top-k accuracies, and for each binary measure its per-class value and macro average.
+
+        A class's value is the measure of "predicted c" against "is c" over all rows
+        (one-vs-rest on the argmax predictions); ``per_class`` is keyed by
+        :func:`~calopt.io.labels.label_text` of the class. Returns ``{"n_samples", "top1",
+        "top5", ..., "measures": [{"measure", "per_class", "macro"}]}``.
+        """
+        codes, scores, above = self._ranked(X, y)
+        result: dict[str, Any] = {"n_samples": int(codes.size)}
+        for k in top:
+            result[f"top{k}"] = float(np.mean(above < k)) if codes.size else 0.0
+        columns = np.arange(self.n_classes)
+        actual = codes[:, None] == columns  # (n, C) one-vs-rest truth
+        predicted = np.argmax(scores, axis=1)[:, None] == columns
+        tp = np.sum(actual & predicted, axis=0, dtype=np.float64)
+        fp = np.sum(~actual & predicted, axis=0, dtype=np.float64)
+        fn = np.sum(actual & ~predicted, axis=0, dtype=np.float64)
+        tn = codes.size - tp - fp - fn
+        result["measures"] = []
+        for measure in (registry.get_measure(spec) for spec in (measures or [self.measure])):
+            values = np.asarray(measure.from_counts(tp, fp, tn, fn, xp=_NUMPY.xp), dtype=np.float64)
+            result["measures"].append({
+                "measure": measure.spec,
+                "per_class": {label_text(c): float(v) for c, v in zip(self.classes, values)},
+                "macro": float(np.mean(values)),
+            })
+        return result
+
+    def summary(self, X: Any, y: Any) -> dict[str, Any]:
+        """Top-1 and top-5 accuracy and the model's measure per class and macro (the CLI's report)."""
+        result = self.evaluate(X, y)
+        first = result["measures"][0]
+        return {"top1": result["top1"], "top5": result["top5"], "measure": first["measure"],
+                "per_class": first["per_class"], "macro": first["macro"]}
+
+    # -- files --------------------------------------------------------------------------
+    def _arrays(self) -> dict[str, np.ndarray]:
+        arrays = super()._arrays()
+        return {"coef": arrays.pop("coef"), "intercept": np.asarray(self.intercept, dtype=np.float64), **arrays}
+
+    @classmethod
+    def _from_file(cls, arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> MulticlassModel:
+        if "intercept" not in arrays:
+            raise ModelFileError("incomplete model file (no intercept array)")
+        model = cls(**cls._common(arrays, metadata), intercept=arrays["intercept"])
+        if model.coef.ndim != 2 or model.intercept.shape != (model.n_classes,) or \
+                len(model.classes) != model.n_classes:
+            raise ModelFileError(f"inconsistent shapes (coef {model.coef.shape}, "
+                                 f"intercept {model.intercept.shape}, {len(model.classes)} classes)")
+        return model
+
+
+def load_model(path: str | os.PathLike) -> Model:
+    """Read a model file of either kind: a LinearModel or a MulticlassModel.
+
+    The kind comes from the ``format`` of the file's metadata; when that cannot be
+    read, LinearModel.load says what is wrong with the file.
+    """
+    kind = read_format(path)
+    return (MulticlassModel if kind == MulticlassModel.FORMAT else LinearModel).load(path)

@@ -1,0 +1,1 @@
+"""Training: the one loop, the pipeline around it, checkpoints, thresholds and aggregation."""

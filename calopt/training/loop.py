@@ -1,0 +1,151 @@
+"""The one training loop.
+
+Data reach the loop through a reader (:mod:`calopt.io.batches`): ``epoch(batch_size,
+rng)`` yields the shuffled mini-batches of one pass and ``full()`` returns all the data.
+The loop owns epochs, shuffling, timing, history, callbacks, checkpoints and stopping;
+algorithms only ``update`` on one mini-batch (see :mod:`calopt.algorithms`).
+Host/device synchronisation happens once per epoch, in the record step.
+
+An ``interrupt`` flag is checked after every batch: when it is set the loop stops with
+status INTERRUPTED and returns its position (epoch, batch, the generator's state at the
+start of that epoch), which :mod:`calopt.training.checkpoint` saves;
+``run(..., resume=result)`` regenerates the epoch's permutation, skips the batches done
+and ends exactly where an uninterrupted run would.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from calopt.algorithms import Algorithm, Problem
+from calopt.io.batches import BatchReader
+
+__all__ = ["CALLBACK", "CONVERGED", "INTERRUPTED", "MAXITER", "NONFINITE", "EpochRecord", "LoopResult", "run"]
+
+Array = Any
+
+#: Status codes of a finished loop (SciPy style); INTERRUPTED: stopped mid-run, resumable.
+CONVERGED, MAXITER, CALLBACK, INTERRUPTED, NONFINITE = 0, 1, 2, 3, -1
+
+
+class EpochRecord(NamedTuple):
+    """What the loop hands a callback after each epoch."""
+
+    epoch: int
+    seconds: float  #: cumulative training time (without the record step)
+    state: Any
+    weights: tuple[Array, Array]
+
+
+@dataclass
+class LoopResult:
+    """Where the loop stopped; with status INTERRUPTED, enough to resume it exactly."""
+
+    state: Any
+    epochs: int  #: epochs completed
+    seconds: float
+    status: int
+    message: str
+    history: list[dict[str, float]] = field(default_factory=list)
+    #: Batches done in the unfinished epoch ``epochs + 1`` (0 at an epoch boundary).
+    batch: int = 0
+    #: ``bit_generator.state`` of the shuffling generator at the start of that epoch.
+    rng_state: dict | None = None
+    #: The state at the start of that epoch (mid-epoch only): the fallback of a divergence.
+    epoch_start_state: Any = None
+
+
+# Overflow and NaN are the loop's to catch (status NONFINITE, the last finite state kept),
+# not NumPy warnings to print mid-run.
+@np.errstate(over="ignore", invalid="ignore", divide="ignore")
+def run(
+    algorithm: Algorithm,
+    problem: Problem,
+    reader: BatchReader,
+    *,
+    epochs: int,
+    seed: int | None = 0,
+    state: Any = None,
+    start_epoch: int = 0,
+    record: Callable[[EpochRecord], dict[str, float]] | None = None,
+    callback: Callable[[EpochRecord], None] | None = None,
+    rng_state: dict | None = None,
+    resume: LoopResult | None = None,
+    interrupt: Callable[[], bool] | None = None,
+    checkpoint: Callable[[LoopResult], None] | None = None,
+    checkpoint_every: int = 0,
+) -> LoopResult:
+    """Run ``algorithm`` for ``epochs`` passes over ``reader``.
+
+    ``record(epoch_record)`` returns the numbers to store in the history (it runs
+    outside the timed part); ``callback(epoch_record)`` may raise ``StopIteration``
+    to stop cleanly. A non-finite model stops the loop with status NONFINITE and
+    the last finite state. ``state``/``start_epoch``/``rng_state`` start from an
+    epoch boundary; ``resume`` (an INTERRUPTED result, or a checkpoint's) continues
+    mid-epoch with its history and time. ``interrupt()`` is checked after each batch;
+    when true the loop stops with status INTERRUPTED. ``checkpoint(position)`` is
+    called every ``checkpoint_every`` completed epochs while the loop goes on.
+    """
+    xp = problem.xp
+    rng = np.random.default_rng(seed)
+    history: list[dict[str, float]] = []
+    seconds, skip, epoch_start_state = 0.0, 0, None
+    if resume is not None:
+        state, start_epoch, rng_state = resume.state, resume.epochs, resume.rng_state
+        history, seconds, skip = list(resume.history), resume.seconds, resume.batch
+        epoch_start_state = resume.epoch_start_state if resume.batch else None
+    if rng_state is not None:
+        rng.bit_generator.state = rng_state
+    if state is None:
+        state = algorithm.init(problem)
+    status, message = MAXITER, f"stopped after {epochs} epochs"
+    epoch = start_epoch
+    while epoch < epochs:
+        started = time.perf_counter()
+        previous = state if epoch_start_state is None else epoch_start_state
+        epoch_rng_state, epoch_start_state = rng.bit_generator.state, None
+        batches = itertools.islice(reader.epoch(problem.batch_size, rng), skip, None)
+        done, skip = skip, 0
+        for X_batch, y_batch in batches:
+            state = algorithm.update(state, X_batch, y_batch, problem)
+            done += 1
+            if interrupt is not None and interrupt():
+                seconds += time.perf_counter() - started
+                return LoopResult(state, epoch, seconds, INTERRUPTED,
+                                  f"interrupted in epoch {epoch + 1} after batch {done}",
+                                  history, done, epoch_rng_state, previous)
+        X_all, y_all = reader.full()
+        state = algorithm.end_epoch(state, X_all, y_all, problem)
+        w, b = algorithm.weights(state)
+        finite = bool(xp.all(xp.isfinite(w))) and bool(xp.all(xp.isfinite(b)))  # the epoch's sync
+        seconds += time.perf_counter() - started
+        epoch += 1
+        if not finite:
+            state, epoch = previous, epoch - 1
+            status, message = NONFINITE, f"diverged in epoch {epoch + 1}: non-finite weights; kept epoch {epoch}"
+            break
+        info = EpochRecord(epoch, seconds, state, (w, b))
+        row: dict[str, float] = {"epoch": epoch, "seconds": seconds}
+        if record is not None:
+            row.update(record(info))
+        row.update({k: float(v) for k, v in algorithm.describe_state(state).items()})
+        history.append(row)
+        if callback is not None:
+            try:
+                callback(info)
+            except StopIteration:
+                status, message = CALLBACK, f"stopped by the callback after epoch {epoch}"
+                break
+        if algorithm.converged(state):
+            status, message = CONVERGED, f"converged after {epoch} epochs"
+            break
+        if checkpoint is not None and checkpoint_every and epoch % checkpoint_every == 0 and epoch < epochs:
+            checkpoint(LoopResult(state, epoch, seconds, INTERRUPTED, f"checkpoint after epoch {epoch}",
+                                  list(history), 0, rng.bit_generator.state))
+    return LoopResult(state, epoch, seconds, status, message, history)
