@@ -351,7 +351,7 @@ def _aggregate_section() -> list[str]:
         "data, so with λ = 1 every model alone is a vertex of the simplex; the logistic loss is",
         "weighted per class by the measure's gradient at the best single model (on the",
         "training data), and mirror descent's temperature adapts to the gradients seen",
-        "(`calopt/aggregate.py`, `mirror-descent:temperature`). Before these three changes",
+        "(`calopt/training/aggregate.py`, `mirror-descent:temperature`). Before these three changes",
         "(scores divided by their largest value, λ = 100, plain loss, the Theorem's",
         "temperature) the worst gaps over seeds 0-2 were f1 −0.0020, gmean −0.0036,",
         "jaccard −0.0062 (missed) and qmean −0.0028: the Theorem's temperature left θ near",

@@ -27,6 +27,7 @@ from calopt.measures import Measure
 __all__ = [
     "Algorithm",
     "Problem",
+    "Tunable",
     "project_ball",
     "reward_terms",
     "weighted_reward_gradient",
@@ -63,6 +64,18 @@ class Problem(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
+class Tunable:
+    """A parameter the pipeline chooses on held-out data when the user leaves it unset (None).
+
+    ``name`` is the algorithm's dataclass field and ``candidates`` the values tried
+    (:mod:`calopt.training.selection`).
+    """
+
+    name: str
+    candidates: tuple[Any, ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class Algorithm(Component):
     """A training algorithm: ``init(problem) -> state``, ``update(state, X, y, problem) -> state``."""
 
@@ -77,6 +90,8 @@ class Algorithm(Component):
     default_loss: ClassVar[str | None] = None
     #: Trains the C one-vs-rest classes of a multiclass problem at once (calopt.fit_multiclass).
     multiclass: ClassVar[bool] = False
+    #: Parameters chosen on held-out data when left unset (each a field whose default is None).
+    tunables: ClassVar[tuple[Tunable, ...]] = ()
 
     def init(self, problem: Problem) -> NamedTuple:
         raise NotImplementedError

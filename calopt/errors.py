@@ -8,7 +8,7 @@ Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 __all__ = [
     "BackendError",
@@ -50,7 +50,22 @@ class BackendError(CaloptError):
 
 
 class DataError(CaloptError, ValueError):
-    """A data file or array cannot be used: the message names the file and line."""
+    """A data file or array cannot be used: the message names the file and line.
+
+    ``source`` (when given) names what was wrong, apart from the ``detail``: the message
+    is ``"source: detail"``, and :meth:`renamed` lets a caller put the file's name where
+    the library could only say "training labels".
+    """
+
+    def __init__(self, detail: str, *, source: str | None = None):
+        super().__init__(f"{source}: {detail}" if source else detail)
+        self.source, self.detail = source, detail
+
+    def renamed(self, sources: Mapping[str, str]) -> DataError:
+        """This error with its ``source`` replaced by ``sources[source]`` (itself when not named)."""
+        if self.source not in sources:
+            return self
+        return DataError(self.detail, source=sources[self.source])
 
 
 class ModelFileError(CaloptError):

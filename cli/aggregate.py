@@ -15,7 +15,7 @@ from calopt.training.aggregate import RADIUS, load_models
 from calopt.training.aggregate import aggregate as aggregate_models
 from calopt.errors import ParameterError
 from calopt_cli.options import JsonOpt, MeasureOpt, SeedOpt, echo_json, epochs_text
-from calopt_cli.training import LabelColumnOpt, _load
+from calopt_cli.training import LabelColumnOpt, load_dataset
 
 __all__ = ["aggregate"]
 
@@ -66,10 +66,10 @@ def aggregate(
         raise ParameterError(f"--epochs must be ≥ 1, got {epochs}")
     named = load_models(models)
     n_features = next(iter(named.values())).n_features
-    data_set = align_features(_load(data, label_column=label_column), n_features)
+    data_set = align_features(load_dataset(data, label_column=label_column), n_features)
     test_set = None
     if test is not None:
-        test_set = align_features(_load(test, label_column=label_column, split="test"), n_features)
+        test_set = align_features(load_dataset(test, label_column=label_column, split="test"), n_features)
     model = aggregate_models(named, data_set.X, data_set.labels, radius=radius, measure=measure or None,
                              epochs=epochs, seed=seed if seed is not None else 0, weighting=weighting)
     model.save(model_out)

@@ -29,7 +29,7 @@ def _debug() -> bool:
     return os.environ.get("CALOPT_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def print_error(exc: BaseException) -> None:
+def print_error(exc: BaseException | str) -> None:
     """Print a known error as the single line ``calopt: error: <message>`` on stderr."""
     message = " ".join(str(exc).split()) or type(exc).__name__
     typer.echo(f"calopt: error: {message}", err=True)
@@ -38,6 +38,13 @@ def print_error(exc: BaseException) -> None:
 def print_interrupted() -> None:
     """Print the single line ``calopt: interrupted`` on stderr (Ctrl-C outside a training loop)."""
     typer.echo("calopt: interrupted", err=True)
+
+
+def _is_usage_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is click's UsageError (a bad option value, a missing argument, an unknown
+    option). Typer vendors click privately (``typer._click``), so the class is recognised by
+    its interface rather than imported: exit code 2, a context and ``format_message``."""
+    return getattr(exc, "exit_code", None) == 2 and hasattr(exc, "ctx") and hasattr(exc, "format_message")
 
 
 def _print_load_failures(start: int) -> int:
@@ -69,6 +76,12 @@ class CaloptGroup(TyperGroup):
             if _debug():
                 raise
             print_error(exc)
+            raise typer.Exit(2) from None
+        except Exception as exc:
+            if not _is_usage_error(exc) or _debug():
+                raise
+            command = exc.ctx.command_path if exc.ctx is not None else "calopt"
+            print_error(f"{exc.format_message()} (see '{command} --help')")
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             if _debug():

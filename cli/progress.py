@@ -13,13 +13,15 @@ __all__ = ["epoch_progress"]
 
 
 @contextlib.contextmanager
-def epoch_progress(total: int, *, enabled: bool) -> Iterator[Callable[[Any], None]]:
+def epoch_progress(total: int | None, *, enabled: bool) -> Iterator[Callable[[Any], None]]:
     """A transient bar on stderr over ``total`` epochs; yields the per-epoch callback.
 
     The callback takes the loop's EpochRecord and advances the bar by one epoch, or to
     the record's epoch number when that is further (a resumed run starts part-way),
-    showing that epoch's seconds. Disabled (``--json``, ``--no-progress``), it does
-    nothing. The bar is removed when the block exits, however it exits.
+    showing that epoch's seconds; the record's ``total_epochs`` sets the bar's length
+    (the training run knows it: one-vs-rest one class at a time counts every class's
+    epochs). Disabled (``--json``, ``--no-progress``), it does nothing. The bar is
+    removed when the block exits, however it exits.
     """
     if not enabled:
         yield lambda info: None
@@ -33,7 +35,8 @@ def epoch_progress(total: int, *, enabled: bool) -> Iterator[Callable[[Any], Non
     def on_epoch(info: Any) -> None:
         nonlocal done
         done = max(done + 1, info.epoch)
-        progress.update(task, completed=done, value=f"{info.seconds:.2f}s")
+        total = getattr(info, "total_epochs", None) or progress.tasks[0].total
+        progress.update(task, completed=done, total=total, value=f"{info.seconds:.2f}s")
 
     on_epoch.progress = progress  # type: ignore[attr-defined]  # for tests
     with progress:

@@ -1,4 +1,10 @@
-"""``calopt train``, ``calopt evaluate`` and ``calopt predict``: thin commands over calopt.fit."""
+"""``calopt train``, ``calopt evaluate`` and ``calopt predict``: thin commands over calopt.fit and the models.
+
+The library decides everything about the training (binary or one-vs-rest, the defaults,
+validation); these commands load files, call it, and render what it returns: a model's
+``summary`` (train), ``report`` (evaluate) and predictions, with the same code for every
+kind of model.
+"""
 
 from __future__ import annotations
 
@@ -15,13 +21,12 @@ from rich.console import Console
 from rich.table import Table
 
 import calopt
-from calopt.errors import ParameterError, TrainingInterrupted
+from calopt.errors import DataError, ParameterError, TrainingInterrupted
 from calopt.io import datasets
 from calopt.io.files import Dataset, align_features, read_data
-from calopt.io.labels import encode_binary, label_text
+from calopt.io.labels import label_text
 from calopt.models.archive import atomic_write
-from calopt.models.linear import MulticlassModel, load_model
-from calopt_cli import multiclass
+from calopt.models.linear import load_model
 from calopt_cli.options import (
     AlgorithmOpt,
     BackendOpt,
@@ -38,7 +43,7 @@ from calopt_cli.options import (
 )
 from calopt_cli.progress import epoch_progress
 
-__all__ = ["evaluate", "predict", "train"]
+__all__ = ["DataArg", "LabelColumnOpt", "evaluate", "load_dataset", "predict", "train"]
 
 DataArg = Annotated[
     Optional[str],
@@ -52,20 +57,16 @@ LabelColumnOpt = Annotated[
     str,
     typer.Option("--label-column", help="CSV only: the label column, by index (-1: last) or header name."),
 ]
+#: Column headers of the summary values a model reports.
+_HEADERS = {"value": "value", "tpr": "TPR", "tnr": "TNR", "top1": "top-1", "top5": "top-5"}
 
 
-def _load(source: str, *, label_column: str = "-1", split: str = "train") -> Dataset:
+def load_dataset(source: str, *, label_column: str = "-1", split: str = "train") -> Dataset:
     """A data file, or an embedded dataset when ``source`` names one and is not a file."""
     if not Path(source).exists() and source in datasets.names():
         return datasets.load(source, split)
     column: Any = int(label_column) if label_column.lstrip("-").isdigit() else label_column
     return read_data(source, label_column=column)
-
-
-def _check_labels(dataset: Dataset, positive: Any) -> None:
-    """Two-valued label problems (one class only, an unknown ``--positive``), naming the file."""
-    if np.unique(dataset.labels).size <= 2:
-        encode_binary(dataset.labels, positive=positive, source=f"{dataset.source} labels")
 
 
 def _checkpoint_path(checkpoint: Path | None, resume: Path | None, model_out: Path | None) -> Path:
@@ -123,12 +124,26 @@ def _remove_finished_checkpoint(checkpoint_path: Path, checkpoint_every: int | N
         checkpoint_path.unlink(missing_ok=True)
 
 
-def _summary_table(title: str, rows: list[tuple[str, dict[str, Any]]]) -> Table:
+def _summary_table(title: str, rows: list[tuple[str, dict[str, Any]]], measure: str) -> Table:
+    """One row per data set with the scalar values of a model's summary."""
+    keys = [key for key, value in rows[0][1].items() if isinstance(value, float)]
     table = Table(title=title)
-    for column in ("data", "value", "TPR", "TNR"):
-        table.add_column(column, justify="right" if column != "data" else "left")
-    for name, result in rows:
-        table.add_row(name, f"{result['value']:.4f}", f"{result['tpr']:.4f}", f"{result['tnr']:.4f}")
+    table.add_column("data")
+    for key in keys:
+        table.add_column(_HEADERS.get(key, f"{measure} ({key})"), justify="right")
+    for name, summary in rows:
+        table.add_row(name, *(f"{summary[key]:.4f}" for key in keys))
+    return table
+
+
+def _per_class_table(title: str, columns: list[tuple[str, dict[str, float]]]) -> Table:
+    """One row per class: a measure's one-vs-rest value in each column."""
+    table = Table(title=title)
+    table.add_column("class")
+    for name, _ in columns:
+        table.add_column(name, justify="right")
+    for label in columns[0][1]:
+        table.add_row(label, *(f"{values[label]:.4f}" for _, values in columns))
     return table
 
 
@@ -144,10 +159,10 @@ def train(
     backend: BackendOpt = "numpy",
     dtype: DtypeOpt = None,
     device: DeviceOpt = None,
-    epochs: Annotated[int, typer.Option("--epochs", "-e", help="Passes over the training data.")] = 10,
+    epochs: Annotated[int, typer.Option("--epochs", "-e", min=1, help="Passes over the training data.")] = 10,
     batch_size: Annotated[
         Optional[int],
-        typer.Option("--batch-size", help="Mini-batch size (default: n/100, from 32 to 1024)."),
+        typer.Option("--batch-size", min=1, help="Mini-batch size (default: n/100, from 32 to 1024)."),
     ] = None,
     seed: SeedOpt = 0,
     positive: PositiveOpt = None,
@@ -165,7 +180,7 @@ def train(
     ] = None,
     checkpoint_every: Annotated[
         Optional[int],
-        typer.Option("--checkpoint-every", help="Also write a checkpoint every N epochs.", show_default=False),
+        typer.Option("--checkpoint-every", min=1, help="Also write a checkpoint every N epochs.", show_default=False),
     ] = None,
     resume: Annotated[
         Optional[Path],
@@ -175,78 +190,74 @@ def train(
 ) -> None:
     """Train a linear classifier that maximises a performance measure.
 
-    The algorithm follows the measure's family unless given (concave: spade,
+    Two classes train a binary classifier; more train one-vs-rest (SLND unless
+    --algorithm names another), reported by top-1 and top-5 accuracy and the measure per
+    class. The algorithm follows the measure's family unless given (concave: spade,
     pseudo-linear: stamp). Without DATA, trains on the embedded a9a and tests on its
     test split.
 
     Ctrl-C (or SIGTERM) stops after the current batch, writes a checkpoint and exits
     with code 130; the same command with --resume CHECKPOINT ends with the model an
-    uninterrupted run gives (multiclass runs too). The checkpoint is deleted once a run
-    finishes.
+    uninterrupted run gives. The checkpoint is deleted once a run finishes.
 
-    Example: [bold]calopt train ijcnn1 --test ijcnn1.t --measure gmean[/bold]
+    Example: [bold]calopt train ijcnn1 --measure gmean[/bold]
     """
-    if epochs < 1:
-        raise ParameterError(f"--epochs must be ≥ 1, got {epochs}")
-    if batch_size is not None and batch_size < 1:
-        raise ParameterError(f"--batch-size must be ≥ 1, got {batch_size}")
-    if checkpoint_every is not None and checkpoint_every < 1:
-        raise ParameterError(f"--checkpoint-every must be ≥ 1, got {checkpoint_every}")
     if resume is not None and not resume.is_file():
         raise ParameterError(f"--resume {resume}: no such checkpoint file")
     source = data or "a9a"
-    train_set = _load(source, label_column=label_column)
+    train_set = load_dataset(source, label_column=label_column)
     test_set = None
     if test is not None:
-        test_set = align_features(_load(test, label_column=label_column, split="test"), train_set.n_features)
+        test_set = align_features(load_dataset(test, label_column=label_column, split="test"), train_set.n_features)
     elif data is None or (not Path(source).exists() and source in datasets.names()):
         test_set = datasets.load(source, "test")
     checkpoint_path = _checkpoint_path(checkpoint, resume, model_out)
-    if np.unique(train_set.labels).size > 2:  # one-vs-rest: calopt_cli.multiclass
-        with _interruptible(checkpoint_path) as stop:
-            multiclass.train(
-                train_set, test_set, measure=measure, algorithm=algorithm, loss=loss, backend=backend,
-                dtype=dtype, device=device, epochs=epochs, batch_size=batch_size, seed=seed,
-                model_out=model_out, as_json=as_json, no_progress=no_progress,
-                binary_only={"--positive": positive}, checkpoint=checkpoint_path,
-                checkpoint_every=checkpoint_every, resume=resume, interrupt=stop.is_set)
-        _remove_finished_checkpoint(checkpoint_path, checkpoint_every, resume)
-        return
-    _check_labels(train_set, positive)
-
-    with _interruptible(checkpoint_path) as stop, \
-            epoch_progress(epochs, enabled=not (as_json or no_progress)) as on_epoch:
-        model = calopt.fit(
-            train_set.X, train_set.labels, measure=measure, algorithm=algorithm or None,
-            loss=loss or None, backend=backend, dtype=dtype, device=device, epochs=epochs,
-            batch_size=batch_size, seed=seed, positive=positive, callback=on_epoch,
-            eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
-            checkpoint=checkpoint_path, checkpoint_every=checkpoint_every, resume=resume,
-            interrupt=stop.is_set,
-        )
+    sources = {"training labels": f"{train_set.source} labels"}
+    if test_set is not None:
+        sources["evaluation labels"] = f"{test_set.source} labels"
+    try:
+        with _interruptible(checkpoint_path) as stop, \
+                epoch_progress(None, enabled=not (as_json or no_progress)) as on_epoch:
+            model = calopt.fit(
+                train_set.X, train_set.labels, measure=measure, algorithm=algorithm or None,
+                loss=loss or None, backend=backend, dtype=dtype, device=device, epochs=epochs,
+                batch_size=batch_size, seed=0 if seed is None else seed, positive=positive, callback=on_epoch,
+                eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
+                checkpoint=checkpoint_path, checkpoint_every=checkpoint_every, resume=resume,
+                interrupt=stop.is_set,
+            )
+    except DataError as exc:
+        raise exc.renamed(sources) from None
     if model_out is not None:
         model.save(model_out)
     _remove_finished_checkpoint(checkpoint_path, checkpoint_every, resume)
     if model.status < 0:
         typer.echo(f"calopt: warning: {model.message}", err=True)
-    train_result = model.evaluate(train_set.X, train_set.labels)[0]
-    test_result = model.evaluate(test_set.X, test_set.labels)[0] if test_set is not None else None
+    summaries = [(train_set.source, model.summary(train_set.X, train_set.labels))]
+    if test_set is not None:
+        summaries.append((test_set.source, model.summary(test_set.X, test_set.labels)))
     if as_json:
         echo_json({
+            "task": "multiclass" if "per_class" in summaries[0][1] else "binary",
+            "classes": [label_text(c) for c in model.classes],
             **run_fields(model),
-            "train": {k: train_result[k] for k in ("value", "tpr", "tnr")},
-            "test": None if test_result is None else {k: test_result[k] for k in ("value", "tpr", "tnr")},
+            **({"rank": model.options["rank"]} if model.options.get("rank") else {}),
+            "train": summaries[0][1],
+            "test": summaries[1][1] if test_set is not None else None,
             "history": model.history,
             "status": model.message,
             "model": str(model_out) if model_out is not None else None,
         })
         return
     console = Console()
-    rows = [(train_set.source, train_result)] + ([(test_set.source, test_result)] if test_result else [])
-    table = _summary_table(f"{model.measure} · {model.algorithm}", rows)
-    table.caption = (f"{model.options['backend']}, {epochs_text(model.options['epochs'])}, "
+    table = _summary_table(model.describe(), summaries, model.measure)
+    rank = f", rank {model.options['rank']}" if model.options.get("rank") else ""
+    table.caption = (f"{model.options['backend']}, {epochs_text(model.options['epochs'])}{rank}, "
                      f"fit in {model.fit_seconds:.2f} s")
     console.print(table)
+    if "per_class" in summaries[0][1]:
+        console.print(_per_class_table(f"{model.measure} per class (one-vs-rest)",
+                                       [(name, summary["per_class"]) for name, summary in summaries]))
     if model_out is not None:
         console.print(f"model written to {model_out}")
 
@@ -261,22 +272,36 @@ def evaluate(
     label_column: LabelColumnOpt = "-1",
     as_json: JsonOpt = False,
 ) -> None:
-    """Evaluate a trained model on labelled data with any registered measures."""
+    """Evaluate a trained model on labelled data with any registered measures.
+
+    One-vs-rest models also report top-1 and top-5 accuracy, and each measure per class
+    with its macro average (the value shown).
+    """
     model = load_model(model_path)
-    dataset = align_features(_load(data, label_column=label_column, split="test"), model.n_features)
-    if isinstance(model, MulticlassModel):
-        return multiclass.evaluate(model, model_path, dataset, measure, as_json)
-    results = model.evaluate(dataset.X, dataset.labels, measure or None)
+    dataset = align_features(load_dataset(data, label_column=label_column, split="test"), model.n_features)
+    try:
+        report = model.report(dataset.X, dataset.labels, measure or None)
+    except DataError as exc:
+        raise exc.renamed({"labels": f"{dataset.source} labels"}) from None
     if as_json:
-        echo_json({"model": str(model_path), "data": dataset.source, "n_samples": dataset.n_samples,
-                   "results": results})
+        echo_json({"model": str(model_path), "data": dataset.source, **report})
         return
-    table = Table(title=f"{model_path} on {dataset.source} ({dataset.n_samples} rows)")
-    for column in ("measure", "value", "TPR", "TNR"):
-        table.add_column(column, justify="left" if column == "measure" else "right")
-    for result in results:
-        table.add_row(result["measure"], f"{result['value']:.4f}", f"{result['tpr']:.4f}", f"{result['tnr']:.4f}")
-    Console().print(table)
+    console = Console()
+    title = f"{model_path} on {dataset.source} ({report['n_samples']} rows)"
+    accuracy = [f"{_HEADERS[key]} {report[key]:.4f}" for key in ("top1", "top5") if key in report]
+    if accuracy:  # a line of its own: a long title would wrap inside the narrow table
+        console.print(f"{title}: {', '.join(accuracy)}", highlight=False, markup=False)
+    keys = [key for key in ("value", "tpr", "tnr") if key in report["measures"][0]]
+    table = Table(title=None if accuracy else title)
+    table.add_column("measure")
+    for key in keys:
+        table.add_column(_HEADERS[key], justify="right")
+    for entry in report["measures"]:
+        table.add_row(entry["measure"], *(f"{entry[key]:.4f}" for key in keys))
+    console.print(table)
+    if "per_class" in report["measures"][0]:
+        console.print(_per_class_table("per class (one-vs-rest)",
+                                       [(entry["measure"], entry["per_class"]) for entry in report["measures"]]))
 
 
 def predict(
@@ -285,20 +310,20 @@ def predict(
     out: Annotated[
         Optional[Path], typer.Option("--out", help="Write here (atomically) instead of stdout.")
     ] = None,
-    scores: Annotated[bool, typer.Option("--scores", help="Write decision scores, not labels.")] = False,
+    scores: Annotated[bool, typer.Option("--scores", help="Write decision scores, not labels (one-vs-rest: "
+                                          "each class's score, separated by spaces).")] = False,
     label_column: LabelColumnOpt = "-1",
 ) -> None:
     """Predict labels (or scores) for a data file, one per line."""
     model = load_model(model_path)
-    dataset = align_features(_load(data, label_column=label_column, split="test"), model.n_features)
-    if isinstance(model, MulticlassModel):
-        lines = multiclass.prediction_lines(model, dataset.X, scores=scores)
+    dataset = align_features(load_dataset(data, label_column=label_column, split="test"), model.n_features)
+    if scores:
+        values = np.asarray(calopt.to_numpy(model.decision_function(dataset.X)), dtype=np.float64)
+        lines = [" ".join(repr(float(v)) for v in np.atleast_1d(row)) for row in values]
     else:
-        values = np.asarray(model.decision_function(dataset.X)) if scores else model.predict(dataset.X)
-        lines = [repr(float(v)) if scores else label_text(v) for v in values]
+        lines = [label_text(label) for label in model.predict(dataset.X)]
     text = "\n".join(lines) + ("\n" if lines else "")
     if out is None:
         typer.echo(text, nl=False)
     else:
         atomic_write(out, lambda handle: handle.write(text), mode="w")
-

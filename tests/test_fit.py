@@ -111,7 +111,7 @@ def test_bad_parameters_are_clear_errors():
     X, y = _separable()
     with pytest.raises(calopt.ParameterError, match="epochs"):
         calopt.fit(X, y, epochs=0)
-    with pytest.raises(calopt.ParameterError, match="batch size"):
+    with pytest.raises(calopt.ParameterError, match="batch_size"):
         calopt.fit(X, y, batch_size=-4)
     with pytest.raises(calopt.UnknownNameError, match="did you mean 'spade'"):
         calopt.fit(X, y, measure="qmean", algorithm="spad")

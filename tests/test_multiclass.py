@@ -210,4 +210,5 @@ def test_cli_train_prints_tables_and_refuses_binary_options(letters_csv):
     assert "top-1" in result.stdout and "per class" in result.stdout
     refused = runner.invoke(app, ["train", train, "--positive", "A"])
     assert refused.exit_code == 2
-    assert "calopt: error: --positive: binary training only" in refused.stderr
+    assert "calopt: error: positive='A': a positive class is for two-class labels" in refused.stderr
+    assert "6 classes" in refused.stderr

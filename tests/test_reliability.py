@@ -133,11 +133,11 @@ _BAD_INPUTS = {
     "fbeta beta=-1": (
         lambda d: ["train", _train_file(d), "--measure", "fbeta:beta=-1"],
         ["measure 'fbeta'", "beta", "-1"]),
-    "epochs 0": (lambda d: ["train", _train_file(d), "--epochs", "0"], ["--epochs", "≥ 1", "0"]),
+    "epochs 0": (lambda d: ["train", _train_file(d), "--epochs", "0"], ["--epochs", "greater than or equal to 1"]),
     "negative batch size": (
-        lambda d: ["train", _train_file(d), "--batch-size", "-5"], ["--batch-size", "≥ 1", "-5"]),
+        lambda d: ["train", _train_file(d), "--batch-size", "-5"], ["--batch-size", "greater than or equal to 1"]),
     "checkpoint-every 0": (
-        lambda d: ["train", _train_file(d), "--checkpoint-every", "0"], ["--checkpoint-every", "≥ 1"]),
+        lambda d: ["train", _train_file(d), "--checkpoint-every", "0"], ["--checkpoint-every", "greater than or equal to 1"]),
     "resume missing": (
         lambda d: ["train", _train_file(d), "--resume", str(d / "gone.ckpt.npz")],
         ["gone.ckpt.npz", "no such checkpoint"]),

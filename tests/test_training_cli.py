@@ -61,7 +61,7 @@ def test_evaluate_and_predict_agree_with_sklearn(files, tmp_path):
     assert predicted.shape == (200,) and set(np.unique(predicted)) <= {-1, 1}
     out = _json(runner.invoke(app, ["evaluate", str(model), str(folder / "test.svm"),
                                     "-m", "f1", "-m", "jaccard", "--json"]))
-    values = {r["measure"]: r["value"] for r in out["results"]}
+    values = {r["measure"]: r["value"] for r in out["measures"]}
     assert values["fbeta"] == pytest.approx(f1_score(y_test, predicted))
     assert values["jaccard"] == pytest.approx(jaccard_score(y_test, predicted))
     scores = runner.invoke(app, ["predict", str(model), str(folder / "test.svm"), "--scores"])

@@ -54,11 +54,11 @@ def show_label(value: Any) -> str:
 def _labels_array(labels: Any, source: str) -> np.ndarray:
     labels = np.asarray(labels)
     if labels.ndim != 1:
-        raise DataError(f"{source}: labels must be 1-D, not of shape {labels.shape}")
+        raise DataError(f"labels must be 1-D, not of shape {labels.shape}", source=source)
     if labels.size == 0:
-        raise DataError(f"{source}: no labels")
+        raise DataError("no labels", source=source)
     if labels.dtype.kind == "f" and np.isnan(labels).any():
-        raise DataError(f"{source}: label {int(np.flatnonzero(np.isnan(labels))[0])} is NaN")
+        raise DataError(f"label {int(np.flatnonzero(np.isnan(labels))[0])} is NaN", source=source)
     return labels
 
 
@@ -76,10 +76,8 @@ def encode_binary(
     if len(classes) != 2:
         shown = ", ".join(show_label(c) for c in classes[:5]) + (", …" if len(classes) > 5 else "")
         if len(classes) == 1:
-            raise DataError(f"{source}: only one class ({shown}); a binary problem needs two")
-        raise DataError(
-            f"{source}: {len(classes)} classes ({shown}); a binary problem needs exactly two"
-        )
+            raise DataError(f"only one class ({shown}); a binary problem needs two", source=source)
+        raise DataError(f"{len(classes)} classes ({shown}); a binary problem needs exactly two", source=source)
     if positive is None:
         positive_label = classes[1]
     else:
@@ -102,10 +100,8 @@ def encode_like(values: Any, classes: tuple[Any, Any], *, source: str = "labels"
     unknown = np.flatnonzero(~(is_positive | is_negative))
     if unknown.size:
         row = int(unknown[0]) + 1
-        raise DataError(
-            f"{source}: {unit} {row}: label {show_label(values[row - 1])} is not one of "
-            f"the classes ({show_label(negative)} and {show_label(positive)})"
-        )
+        raise DataError(f"{unit} {row}: label {show_label(values[row - 1])} is not one of "
+                        f"the classes ({show_label(negative)} and {show_label(positive)})", source=source)
     return np.where(is_positive, 1.0, -1.0)
 
 
@@ -125,10 +121,8 @@ def _match_label(wanted: Any, classes: list[Any], source: str) -> Any:
             return c
         if number is not None and isinstance(c, (int, float)) and number == c:
             return c
-    raise DataError(
-        f"{source}: positive class {show_label(wanted)} is not among the labels "
-        f"({' and '.join(show_label(c) for c in classes)})"
-    )
+    raise DataError(f"positive class {show_label(wanted)} is not among the labels "
+                    f"({' and '.join(show_label(c) for c in classes)})", source=source)
 
 
 def encode_multiclass(labels: Any, *, source: str = "labels") -> tuple[np.ndarray, np.ndarray]:
@@ -149,6 +143,6 @@ def encode_among(labels: Any, classes: tuple[Any, ...], *, source: str = "labels
     unknown = np.flatnonzero(codes < 0)
     if unknown.size:
         shown = ", ".join(label_text(c) for c in classes[:8]) + (", …" if len(classes) > 8 else "")
-        raise DataError(f"{source}: row {int(unknown[0]) + 1}: label {label_text(labels[unknown[0]])} "
-                        f"is not one of the model's classes ({shown})")
+        raise DataError(f"row {int(unknown[0]) + 1}: label {label_text(labels[unknown[0]])} "
+                        f"is not one of the model's classes ({shown})", source=source)
     return codes

@@ -85,6 +85,20 @@ class Model:
         """The measure (default: the one trained for) on (X, y); the macro average one-vs-rest."""
         raise NotImplementedError
 
+    def describe(self) -> str:
+        """What the model is, in a few words (the title of the CLI's tables)."""
+        raise NotImplementedError
+
+    def summary(self, X: Any, y: Any) -> dict[str, Any]:
+        """The model's own measure on (X, y), as ``calopt train`` reports it."""
+        raise NotImplementedError
+
+    def report(self, X: Any, y: Any, measures: Any = None) -> dict[str, Any]:
+        """Each measure (default: the model's) on (X, y): ``{"n_samples", "measures": [{"measure",
+        "value", ...}]}`` with ``tpr``/``tnr`` (binary) or ``per_class``/``macro`` and the top-k
+        accuracies (one-vs-rest) beside ``value``; what ``calopt evaluate`` prints."""
+        raise NotImplementedError
+
     # -- files ------------------------------------------------------------------------
     def _metadata(self) -> dict[str, Any]:
         return {
@@ -184,9 +198,15 @@ class LinearModel(Model):
         ]
 
     def summary(self, X: Any, y: Any) -> dict[str, Any]:
-        """The model's own measure on (X, y): ``value``, ``tpr``, ``tnr`` (the CLI's report)."""
+        """The model's own measure on (X, y): ``value``, ``tpr``, ``tnr``."""
         result = self.evaluate(X, y)[0]
         return {key: result[key] for key in ("value", "tpr", "tnr")}
+
+    def report(self, X: Any, y: Any, measures: Any = None) -> dict[str, Any]:
+        return {"n_samples": int(X.shape[0]), "measures": self.evaluate(X, y, measures)}
+
+    def describe(self) -> str:
+        return f"{self.measure} · {self.algorithm}"
 
     # -- files --------------------------------------------------------------------
     def _metadata(self) -> dict[str, Any]:
@@ -271,11 +291,19 @@ class MulticlassModel(Model):
         return result
 
     def summary(self, X: Any, y: Any) -> dict[str, Any]:
-        """Top-1 and top-5 accuracy and the model's measure per class and macro (the CLI's report)."""
+        """Top-1 and top-5 accuracy and the model's measure per class and macro."""
         result = self.evaluate(X, y)
         first = result["measures"][0]
         return {"top1": result["top1"], "top5": result["top5"], "measure": first["measure"],
                 "per_class": first["per_class"], "macro": first["macro"]}
+
+    def report(self, X: Any, y: Any, measures: Any = None) -> dict[str, Any]:
+        result = self.evaluate(X, y, measures)
+        result["measures"] = [{"measure": m["measure"], "value": m["macro"], **m} for m in result["measures"]]
+        return result
+
+    def describe(self) -> str:
+        return f"{self.algorithm} · one-vs-rest, {self.n_classes} classes"
 
     # -- files --------------------------------------------------------------------------
     def _arrays(self) -> dict[str, np.ndarray]:

@@ -41,6 +41,9 @@ class EpochRecord(NamedTuple):
     seconds: float  #: cumulative training time (without the record step)
     state: Any
     weights: tuple[Array, Array]
+    #: Epochs of the whole training run (one-vs-rest one class at a time: of all the classes,
+    #: with ``epoch`` counted across them), for progress displays.
+    total_epochs: int | None = None
 
 
 @dataclass
@@ -130,7 +133,7 @@ def run(
             state, epoch = previous, epoch - 1
             status, message = NONFINITE, f"diverged in epoch {epoch + 1}: non-finite weights; kept epoch {epoch}"
             break
-        info = EpochRecord(epoch, seconds, state, (w, b))
+        info = EpochRecord(epoch, seconds, state, (w, b), epochs)
         row: dict[str, float] = {"epoch": epoch, "seconds": seconds}
         if record is not None:
             row.update(record(info))

@@ -1,20 +1,24 @@
-"""The training pipeline: ``fit`` (binary) and ``fit_multiclass`` (one-vs-rest).
+"""The training pipeline: prepare the data → choose settings → run the loop → tune the threshold → build the model.
 
+:func:`fit` is the one entry point: two classes train a binary :class:`LinearModel`, more
+train one-vs-rest (:class:`MulticlassModel`), either all classes together (an algorithm
+that declares ``multiclass``, SLND) or one binary run per class. Aggregation
+(:mod:`calopt.training.aggregate`) is the same pipeline on the base models' scores.
 What happens, in order (each step documented because each is a choice):
 
-1. The algorithm follows the measure's family (concave → ``spade``, pseudo-linear →
-   ``stamp``) and the reward is the hinge reward ``min(1, y·s)`` (the papers'
-   experiments); the plug-in baseline uses the logistic loss.
-2. Features are scaled by their maximum absolute value (sparse data stays sparse);
-   the scaling is folded into the saved coefficients. An intercept is always fitted.
-3. An algorithm's step scale η₀, when not given, is chosen by a short trial: one pass
-   with each candidate on a stratified subsample, scored by the measure on held-out
-   training data (the spec's practical notes: the scale decides the result).
-4. The main run makes ``epochs`` passes over the training data.
-5. The decision threshold is then tuned for the measure: on the training data, or on
-   the held-out part for algorithms that hold one out (the plug-in). This is the
-   open choice of the papers; tuning gave equal or better held-out values in our
-   benchmarks (BENCHMARKS.md).
+1. The algorithm, when not given, is the one a plugin registered as the default for
+   the measure's family (the built-ins: concave → ``spade``, pseudo-linear → ``stamp``,
+   more than two classes → ``slnd``), and the loss the one registered for the
+   algorithm (the built-ins: the hinge reward ``min(1, y·s)`` of the papers'
+   experiments for the non-decomposable solvers, the logistic loss for the others).
+2. Features are scaled by their maximum absolute value (sparse data stays sparse); the
+   scaling is folded into the saved coefficients. An intercept is always fitted.
+3. Parameters an algorithm declares as tunable (its step scale η₀), when not given, are
+   chosen by a short trial on held-out training data (:mod:`calopt.training.selection`).
+4. The loop makes ``epochs`` passes over the training data.
+5. The decision threshold is tuned for the measure: on the training data, or on the
+   held-out part for algorithms that hold one out (the plug-in). One-vs-rest models
+   tune each class's threshold and put the classes' scores on one scale.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import functools
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,25 +38,28 @@ from calopt import registry
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
 from calopt.errors import DataError, ModelFileError, ParameterError, TrainingInterrupted
-from calopt.io.batches import ArrayReader
 from calopt.io.labels import encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text
 from calopt.measures import Measure, confusion_counts
 from calopt.models.linear import LinearModel, MulticlassModel
 from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
-from calopt.training.loop import EpochRecord, run
+from calopt.training.loop import EpochRecord, LoopResult
+from calopt.training.selection import choose_settings, stratified_split, take_rows
 from calopt.training.threshold import best_threshold
 from calopt.version import __version__
 
-__all__ = ["default_algorithm", "default_loss", "fit", "fit_multiclass", "resolve_backend"]
+__all__ = ["Prepared", "Trained", "default_batch_size", "fit", "fit_multiclass", "prepare", "resolve_backend",
+           "train"]
 
 Array = Any
+Callback = Callable[[EpochRecord], None]
+#: The built-in defaults, until plugins declare them (registry hooks).
 _DEFAULT_ALGORITHM = {"concave": "spade", "pseudo-linear": "stamp"}
-#: Rows used by the step-size trial (each candidate gets one pass over them).
-_TRIAL_ROWS = 20_000
 
 
-def default_algorithm(measure: Measure) -> str:
+def default_algorithm(measure: Measure, n_classes: int = 2) -> str:
     """The algorithm for the measure's family (concave → spade, pseudo-linear → stamp)."""
+    if n_classes > 2:
+        return "slnd"
     return _DEFAULT_ALGORITHM.get(measure.family, "plugin")
 
 
@@ -72,61 +80,175 @@ def default_batch_size(n_samples: int) -> int:
     return int(min(1024, max(32, n_samples // 100)))
 
 
-def _stratified_split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Indices (kept, held out) with ``fraction`` of each class held out."""
-    rng = np.random.default_rng(seed)
-    kept, held = [], []
-    for label in (-1.0, 1.0):
-        index = rng.permutation(np.flatnonzero(y == label))
-        cut = int(round(fraction * index.size))
-        held.append(index[:cut])
-        kept.append(index[cut:])
-    return np.sort(np.concatenate(kept)), np.sort(np.concatenate(held))
+def _check_count(name: str, value: Any) -> None:
+    if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        raise ParameterError(f"{name} must be a whole number ≥ 1, got {value!r}")
 
 
-def _rows(X: Any, index: np.ndarray, backend: Backend) -> Any:
-    if is_sparse(X):
-        return X[index]
-    return backend.xp.take(X, backend.xp.asarray(index, device=backend.device), axis=0)
+# -- 1. prepare the data ------------------------------------------------------------------
+@dataclass
+class Prepared:
+    """Training features on the backend, max-abs scaled, with their labels ±1 (host and device).
 
-
-def _measure_value(measure: Measure, w: Array, b: Array, X: Any, y: Array, xp: Any) -> float:
-    scores = X @ w + b
-    predictions = xp.where(scores > 0, xp.ones_like(y), -xp.ones_like(y))
-    return float(measure.from_counts(*confusion_counts(y, predictions, xp=xp, dtype=y.dtype), xp=xp))
-
-
-class _Data:
-    """Arrays on the backend, max-abs scaled, with their ±1 labels (host and device).
-
-    ``scale`` is True (compute the scaling from X), False (none), or the scaling of
-    the training data to apply to evaluation data.
+    ``y_host`` is (n,) for one binary problem or (C, n) one-vs-rest; ``scale`` (host,
+    float64) divides each feature (ones when unscaled) and is folded into the model;
+    ``raw`` is the caller's X, untouched.
     """
 
-    def __init__(self, X: Any, y_pm: np.ndarray, backend: Backend, scale: bool | np.ndarray):
-        if is_sparse(X) and backend.name == "numpy":
-            X = X.tocsr().astype(np.dtype(backend.dtype))
-        else:
-            X = backend.asarray(X)
-        xp = backend.xp
-        if isinstance(scale, np.ndarray):
-            self.scale = scale
-        elif not scale:
-            self.scale = np.ones(X.shape[1])
-        elif is_sparse(X):
-            self.scale = np.asarray(abs(X).max(axis=0).toarray(), dtype=np.float64).ravel()
-        else:
-            self.scale = to_numpy(xp.max(xp.abs(X), axis=0)).astype(np.float64)
-        self.scale[~(self.scale > 0) | ~np.isfinite(self.scale)] = 1.0
-        if scale is not False:
-            if is_sparse(X):
-                X = (X @ scipy.sparse.diags(1.0 / self.scale)).tocsr().astype(X.dtype)
-            else:
-                X = X / backend.asarray(self.scale)
-        self.X, self.y_host = X, y_pm
-        self.y = backend.asarray(y_pm)
+    X: Any
+    y_host: np.ndarray
+    y: Array
+    scale: np.ndarray
+    backend: Backend
+    raw: Any = None
+
+    def with_labels(self, y_host: np.ndarray) -> Prepared:
+        """The same features with other labels (one class of a one-vs-rest problem)."""
+        return dataclasses.replace(self, y_host=y_host, y=self.backend.asarray(y_host))
 
 
+def prepare(X: Any, y_pm: np.ndarray, backend: Backend, scale: bool | np.ndarray) -> Prepared:
+    """``X`` on the backend (scipy.sparse stays sparse on NumPy), scaled by its column max-abs.
+
+    ``scale`` is True (compute the scaling from X), False (none), or the scaling of the
+    training data to apply to evaluation data.
+    """
+    raw = X
+    if is_sparse(X) and backend.name == "numpy":
+        X = X.tocsr().astype(np.dtype(backend.dtype))
+    else:
+        X = backend.asarray(X)
+    xp = backend.xp
+    if isinstance(scale, np.ndarray):
+        factors = scale
+    elif not scale:
+        factors = np.ones(X.shape[1])
+    elif is_sparse(X):
+        factors = np.asarray(abs(X).max(axis=0).toarray(), dtype=np.float64).ravel()
+    else:
+        factors = to_numpy(xp.max(xp.abs(X), axis=0)).astype(np.float64)
+    factors[~(factors > 0) | ~np.isfinite(factors)] = 1.0
+    if scale is not False:
+        if is_sparse(X):
+            X = (X @ scipy.sparse.diags(1.0 / factors)).tocsr().astype(X.dtype)
+        else:
+            X = X / backend.asarray(factors)
+    return Prepared(X, y_pm, backend.asarray(y_pm), factors, backend, raw)
+
+
+# -- 2-4. settings, the loop, the threshold ---------------------------------------------------
+@dataclass
+class Trained:
+    """What :func:`train` returns: the weights on the prepared features and how they were reached."""
+
+    w: np.ndarray  #: (d,) or (d, C), host float64
+    b: Any  #: a float, or (C,)
+    threshold: float  #: subtracted from the scores (0 for one-vs-rest trained together)
+    algorithm: Algorithm  #: with the settings chosen
+    result: LoopResult
+    batch_size: int
+    seconds: float  #: solver time (setting selection, loop and threshold; no recording)
+    reader: Any  #: what served the loop (SLND's reports its rank)
+
+
+class _BinaryTask:
+    """Threshold and history of a binary problem: the measure at the tuned threshold."""
+
+    def __init__(self, measure: Measure, tune: tuple[Any, np.ndarray], train: tuple[Any, Array],
+                 evaluation: tuple[Any, Array] | None, tune_threshold: bool, xp: Any):
+        self.measure, self.tune, self.train, self.evaluation = measure, tune, train, evaluation
+        self.tune_threshold, self.xp = tune_threshold, xp
+
+    def threshold(self, w: Array, b: Array) -> float:
+        """The decision threshold for (w, b): tuned for the measure, or 0."""
+        if not self.tune_threshold:
+            return 0.0
+        X, y = self.tune
+        return best_threshold(to_numpy(X @ w + b), y, self.measure)[0]
+
+    def _value(self, w: Array, b: Array, X: Any, y: Array) -> float:
+        xp = self.xp
+        scores = X @ w + b
+        predictions = xp.where(scores > 0, xp.ones_like(y), -xp.ones_like(y))
+        return float(self.measure.from_counts(*confusion_counts(y, predictions, xp=xp, dtype=y.dtype), xp=xp))
+
+    def record(self, w: Array, b: Array) -> dict[str, float]:
+        """The measure on the training (and test) data at this epoch's tuned threshold."""
+        b = b - self.threshold(w, b)
+        row = {"train": self._value(w, b, *self.train)}
+        if self.evaluation is not None:
+            row["test"] = self._value(w, b, *self.evaluation)
+        return row
+
+
+class _MulticlassTask:
+    """History of classes trained together: top-1 accuracy of the argmax (no threshold)."""
+
+    def __init__(self, train: tuple[Any, Array], evaluation: tuple[Any, Array] | None, backend: Backend):
+        self.train, self.evaluation, self.backend = train, evaluation, backend
+
+    def threshold(self, w: Array, b: Array) -> float:
+        return 0.0
+
+    def _top1(self, w: Array, b: Array, X: Any, codes: Array) -> float:
+        xp = self.backend.xp
+        hits = xp.argmax(X @ w + b, axis=1) == codes
+        return float(xp.mean(xp.astype(hits, self.backend.dtype)))
+
+    def record(self, w: Array, b: Array) -> dict[str, float]:
+        row = {"train": self._top1(w, b, *self.train)}
+        if self.evaluation is not None:
+            row["test"] = self._top1(w, b, *self.evaluation)
+        return row
+
+
+def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, seed: int,
+          run_options: dict[str, Any], kept: np.ndarray | None = None, callback: Callback | None = None,
+          checkpoint: Any = None, checkpoint_every: int | None = None, resume: Checkpoint | None = None,
+          interrupt: Callable[[], bool] | None = None, started: float | None = None) -> Trained:
+    """Choose settings, run the loop (resumable) and tune the threshold, on prepared data.
+
+    ``kept`` indexes the rows the weights may see (all when None; the plug-in holds the
+    rest out for its threshold); ``task`` gives the threshold and the history row of
+    each epoch (binary measure or multiclass top-1). ``run_options`` are what a resumed
+    run must repeat.
+    """
+    started = time.perf_counter() if started is None else started
+    backend = data.backend
+    all_rows = kept is None or kept.size == data.y_host.shape[-1]
+    train_X, train_y = (data.X, data.y) if all_rows else (take_rows(data.X, kept, backend),
+                                                          backend.asarray(data.y_host[kept]))
+    algorithm.check_problem(problem)
+    fingerprint = functools.cache(lambda: data_fingerprint(data.X, data.y_host, backend, data.scale))
+    if resume is not None:  # the settings chosen by the interrupted run
+        resume.check(run_options, fingerprint())
+        algorithm = resume.make_algorithm()
+    elif data.y_host.ndim == 1:
+        rows = np.arange(data.y_host.size) if kept is None else kept
+        algorithm = choose_settings(algorithm, problem, data.X, data.y_host, rows, seed, backend)
+    record_seconds = 0.0
+
+    def record(info: EpochRecord) -> dict[str, float]:
+        nonlocal record_seconds
+        begun = time.perf_counter()
+        row = task.record(*info.weights)
+        record_seconds += time.perf_counter() - begun
+        return row
+
+    reader = algorithm.prepare(problem, train_X, train_y, seed=seed)
+    result = run_resumable(algorithm, problem, reader, epochs=problem.epochs, seed=seed, backend=backend,
+                           options=run_options, fingerprint=fingerprint, record=record, callback=callback,
+                           checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                           interrupt=interrupt)
+    w, b = algorithm.weights(result.state)
+    threshold = task.threshold(w, b)
+    b_host = to_numpy(b).astype(np.float64)
+    seconds = time.perf_counter() - started - record_seconds + (resume.seconds if resume else 0.0)
+    return Trained(to_numpy(w).astype(np.float64), float(b_host) if b_host.ndim == 0 else b_host, threshold,
+                   algorithm, result, problem.batch_size, seconds, reader)
+
+
+# -- the public entry points --------------------------------------------------------------
 def fit(
     X: Any,
     y: Any,
@@ -144,164 +266,117 @@ def fit(
     tune_threshold: bool = True,
     positive: Any = None,
     eval_set: tuple[Any, Any] | None = None,
-    callback: Callable[[EpochRecord], None] | None = None,
+    callback: Callback | None = None,
     checkpoint: str | os.PathLike | Callable[[Checkpoint], None] | None = None,
     checkpoint_every: int | None = None,
     resume: Any = None,
     interrupt: Callable[[], bool] | None = None,
-) -> LinearModel:
+) -> LinearModel | MulticlassModel:
     """Train a linear classifier that maximises ``measure`` on (X, y).
 
     ``X`` is a 2-D array of any supported backend (or scipy.sparse, kept sparse on
-    NumPy), ``y`` any two-valued labels (``positive`` picks the positive class).
-    ``measure``, ``algorithm`` and ``loss`` are names with optional parameters
-    (``"fbeta:beta=2"``) or component objects. ``backend`` (``numpy``,
-    ``array-api-strict``, ``torch``, ``cupy``) defaults to X's own; ``dtype`` is
-    float64 except on the GPU (float32). ``eval_set=(X_test, y_test)`` adds the test
-    value of each epoch to the history. Returns a :class:`~calopt.models.linear.LinearModel`
-    whose ``history`` has one row per epoch (``train`` and ``test`` at the threshold
+    NumPy), ``y`` the labels. Two distinct labels train a binary
+    :class:`~calopt.models.linear.LinearModel` (``positive`` picks the positive class);
+    more train one-vs-rest, as :func:`fit_multiclass` describes, and return a
+    :class:`~calopt.models.linear.MulticlassModel`. ``measure``, ``algorithm`` and
+    ``loss`` are names with optional parameters (``"fbeta:beta=2"``) or component
+    objects. ``backend`` (``numpy``, ``array-api-strict``, ``torch``, ``cupy``) defaults
+    to X's own; ``dtype`` is float64 except on the GPU (float32).
+    ``eval_set=(X_test, y_test)`` adds the test value of each epoch to the history. The
+    model's ``history`` has one row per epoch (``train`` and ``test`` at the threshold
     tuned as for the final model, so the last row is the model's own values) and
     ``fit_seconds`` the solver time.
 
-    Interruption (:mod:`calopt.training.checkpoint`): ``interrupt()`` is checked after every
-    batch; when it returns true, training stops and raises
+    Interruption (:mod:`calopt.training.checkpoint`): ``interrupt()`` is checked after
+    every batch; when it returns true, training stops and raises
     :class:`~calopt.errors.TrainingInterrupted` holding the checkpoint (also written to
     ``checkpoint`` when given, as it is every ``checkpoint_every`` epochs; a callable
-    ``checkpoint`` is handed each Checkpoint to write instead).
-    ``resume=`` that checkpoint or its path, with the same data and options, skips the
-    step trial and ends with the model an uninterrupted run gives.
+    ``checkpoint`` is handed each Checkpoint to write instead). ``resume=`` that
+    checkpoint or its path, with the same data and options, skips the setting
+    selection and ends with the model an uninterrupted run gives.
     """
+    labels = to_numpy(y)
+    if np.unique(labels).size > 2:
+        if positive is not None:
+            raise ParameterError(f"positive={positive!r}: a positive class is for two-class labels; "
+                                 f"the training labels have {np.unique(labels).size} classes")
+        return fit_multiclass(X, labels, algorithm=algorithm, loss=loss, measure=measure, backend=backend,
+                              dtype=dtype, device=device, epochs=epochs, batch_size=batch_size, seed=seed,
+                              scale=scale, eval_set=eval_set, callback=callback, checkpoint=checkpoint,
+                              checkpoint_every=checkpoint_every, resume=resume, interrupt=interrupt)
     measure = registry.get_measure(measure)
     algorithm = registry.get_algorithm(algorithm or default_algorithm(measure))
     loss = registry.get_loss(loss or default_loss(algorithm))
-    if not (isinstance(epochs, int) and epochs >= 1):
-        raise ParameterError(f"epochs must be a whole number ≥ 1, got {epochs!r}")
-    if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
-        raise ParameterError(f"batch size must be a whole number ≥ 1, got {batch_size!r}")
+    _check_count("epochs", epochs)
+    _check_count("batch_size", batch_size)
     resume = checked_resume(checkpoint, checkpoint_every, resume)
-
-    y_pm, classes = encode_binary(to_numpy(y), positive=positive, source="training labels")
+    y_pm, classes = encode_binary(labels, positive=positive, source="training labels")
     resolved = resolve_backend(X, backend, dtype, device)
     if X.shape[0] != y_pm.shape[0]:
         raise ParameterError(f"X has {X.shape[0]} rows but y has {y_pm.shape[0]} labels")
-
+    eval_labels = None if eval_set is None else encode_like(to_numpy(eval_set[1]), classes,
+                                                            source="evaluation labels")
     started = time.perf_counter()
-    data = _Data(X, y_pm, resolved, scale)
-    xp = resolved.xp
+    data = prepare(X, y_pm, resolved, scale)
+    evaluation = None if eval_set is None else prepare(eval_set[0], eval_labels, resolved, data.scale)
+    return _fit_binary(data, classes, measure, algorithm, loss, evaluation, epochs=epochs,
+                       batch_size=batch_size, seed=seed, scale=scale, tune_threshold=tune_threshold,
+                       started=started, callback=callback, checkpoint=checkpoint,
+                       checkpoint_every=checkpoint_every, resume=resume, interrupt=interrupt)
+
+
+def _fit_binary(data: Prepared, classes: tuple[Any, Any], measure: Measure, algorithm: Algorithm, loss: Any,
+                evaluation: Prepared | None, *, epochs: int, batch_size: int | None, seed: int, scale: bool,
+                tune_threshold: bool, started: float, **run: Any) -> LinearModel:
+    """The binary configuration of the pipeline on prepared data (labels ±1, classes known)."""
+    backend, y_pm = data.backend, data.y_host
     kept, held = np.arange(y_pm.size), np.arange(0)
     if algorithm.holdout > 0:
-        kept, held = _stratified_split(y_pm, algorithm.holdout, seed)
-    train_X, train_y = (data.X, data.y) if held.size == 0 else (
-        _rows(data.X, kept, resolved), resolved.asarray(y_pm[kept]))
-    p = float(np.mean(y_pm[kept] > 0))
-    problem = Problem(xp, resolved.dtype, resolved.device, int(kept.size), int(data.X.shape[1]),
-                      p, measure, loss, batch_size or default_batch_size(int(kept.size)), epochs)
-    algorithm.check_problem(problem)
+        kept, held = stratified_split(y_pm, algorithm.holdout, seed)
+    tune_X = data.X if held.size == 0 else take_rows(data.X, kept, backend)
+    train_y = data.y if held.size == 0 else backend.asarray(y_pm[kept])
+    if held.size:
+        tune = (take_rows(data.X, held, backend), y_pm[held])
+    else:
+        tune = (tune_X, y_pm[kept])
+    problem = Problem(backend.xp, backend.dtype, backend.device, int(kept.size), int(data.X.shape[1]),
+                      float(np.mean(y_pm[kept] > 0)), measure, loss,
+                      batch_size or default_batch_size(int(kept.size)), epochs)
+    task = _BinaryTask(measure, tune, (tune_X, train_y),
+                       None if evaluation is None else (evaluation.X, evaluation.y), tune_threshold, backend.xp)
     run_options = {"measure": measure.spec, "algorithm": algorithm.spec, "loss": loss.spec,
                    "epochs": epochs, "batch_size": problem.batch_size, "seed": seed,
-                   "backend": resolved.name, "dtype": resolved.dtype_name, "scale": scale,
-                   "tune_threshold": tune_threshold, "eval_set": eval_set is not None,
+                   "backend": backend.name, "dtype": backend.dtype_name, "scale": scale,
+                   "tune_threshold": tune_threshold, "eval_set": evaluation is not None,
                    "classes": [json_label(c) for c in classes]}
-    fingerprint = functools.cache(lambda: data_fingerprint(data.X, y_pm, resolved, data.scale))
-    if resume is not None:  # the step chosen by the interrupted run's trial
-        resume.check(run_options, fingerprint())
-        algorithm = resume.make_algorithm()
-    else:
-        algorithm = _choose_step(algorithm, problem, data, kept, seed, resolved)
-
-    eval_data = None
-    if eval_set is not None:
-        X_eval, y_eval = eval_set
-        y_eval_pm = encode_like(to_numpy(y_eval), classes, source="evaluation labels")
-        eval_data = _Data(X_eval, y_eval_pm, resolved, scale=data.scale)
-    tune_X, tune_y = (train_X, y_pm[kept]) if held.size == 0 else (
-        _rows(data.X, held, resolved), y_pm[held])
-
-    def tuned_threshold(w: Array, b: Array) -> float:
-        """The decision threshold for (w, b): tuned for the measure, or 0."""
-        if not tune_threshold:
-            return 0.0
-        return best_threshold(to_numpy(tune_X @ w + b), tune_y, measure)[0]
-
-    record_seconds = 0.0
-
-    def record(info: EpochRecord) -> dict[str, float]:
-        """The measure on the training (and test) data at this epoch's tuned threshold."""
-        nonlocal record_seconds
-        begun = time.perf_counter()
-        w, b = info.weights
-        b = b - tuned_threshold(w, b)
-        row = {"train": _measure_value(measure, w, b, train_X, train_y, xp)}
-        if eval_data is not None:
-            row["test"] = _measure_value(measure, w, b, eval_data.X, eval_data.y, xp)
-        record_seconds += time.perf_counter() - begun
-        return row
-
-    result = run_resumable(algorithm, problem, algorithm.prepare(problem, train_X, train_y, seed=seed),
-                           epochs=epochs, seed=seed, backend=resolved, options=run_options,
-                           fingerprint=fingerprint, record=record, callback=callback,
-                           checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-                           interrupt=interrupt)
-    w, b = algorithm.weights(result.state)
-    w_host, b_host = to_numpy(w).astype(np.float64), float(to_numpy(b))
-    threshold = tuned_threshold(w, b)
-    fit_seconds = time.perf_counter() - started - record_seconds + (resume.seconds if resume else 0.0)
+    trained = train(data, algorithm, problem, task, seed=seed, run_options=run_options,
+                    kept=None if held.size == 0 else kept, started=started, **run)
     return LinearModel(
-        coef=w_host / data.scale,
-        intercept=b_host - threshold,
+        coef=trained.w / data.scale,
+        intercept=trained.b - trained.threshold,
         classes=classes,
         measure=measure.spec,
-        algorithm=algorithm.spec,
+        algorithm=trained.algorithm.spec,
         loss=loss.spec,
         scale=data.scale,
-        threshold=threshold,
-        options={"epochs": result.epochs, "batch_size": problem.batch_size, "seed": seed,
-                 "backend": resolved.name, "dtype": resolved.dtype_name,
+        threshold=trained.threshold,
+        options={"epochs": trained.result.epochs, "batch_size": trained.batch_size, "seed": seed,
+                 "backend": backend.name, "dtype": backend.dtype_name,
                  "scale": scale, "tune_threshold": tune_threshold,
-                 "algorithm_params": algorithm.params},
-        history=result.history,
-        fit_seconds=fit_seconds,
-        status=result.status,
-        message=result.message,
+                 "algorithm_params": trained.algorithm.params},
+        history=trained.result.history,
+        fit_seconds=trained.seconds,
+        status=trained.result.status,
+        message=trained.result.message,
         version=__version__,
     )
-
-
-def _choose_step(algorithm: Algorithm, problem: Problem, data: _Data, kept: np.ndarray,
-                 seed: int, backend: Backend) -> Algorithm:
-    """Fill an unset ``step`` by a one-pass trial of each candidate on held-out data."""
-    candidates = getattr(algorithm, "step_candidates", ())
-    if not candidates or getattr(algorithm, "step", 0) is not None:
-        return algorithm
-    y_kept = data.y_host[kept]
-    fit_part, check_part = _stratified_split(y_kept, 0.2, seed + 1)
-    rng = np.random.default_rng(seed + 2)
-    fit_part = kept[np.sort(rng.permutation(fit_part)[:_TRIAL_ROWS])]
-    check_part = kept[np.sort(rng.permutation(check_part)[:_TRIAL_ROWS])]
-    X_fit, y_fit = _rows(data.X, fit_part, backend), backend.asarray(data.y_host[fit_part])
-    X_check = _rows(data.X, check_part, backend)
-    trial_problem = problem._replace(n_samples=int(fit_part.size), epochs=1,
-                                     batch_size=min(problem.batch_size, max(1, fit_part.size // 50)))
-    best, best_value = None, -np.inf
-    for step in candidates:
-        candidate = registry.get("algorithm", algorithm.name, **{**algorithm.params, "step": step})
-        result = run(candidate, trial_problem, ArrayReader(X_fit, y_fit, problem.xp, backend.device),
-                     epochs=1, seed=seed)
-        w, b = candidate.weights(result.state)
-        if result.status < 0:
-            continue
-        _, value = best_threshold(to_numpy(X_check @ w + b), data.y_host[check_part], problem.measure)
-        if value > best_value:
-            best, best_value = candidate, value
-    return best if best is not None else registry.get(
-        "algorithm", algorithm.name, **{**algorithm.params, "step": candidates[0]})
 
 
 def fit_multiclass(
     X: Any,
     y: Any,
     *,
-    algorithm: Any = "slnd",
+    algorithm: Any = None,
     loss: Any = None,
     measure: Any = "f1",
     backend: str | None = None,
@@ -312,7 +387,7 @@ def fit_multiclass(
     seed: int = 0,
     scale: bool = True,
     eval_set: tuple[Any, Any] | None = None,
-    callback: Callable[[EpochRecord], None] | None = None,
+    callback: Callback | None = None,
     checkpoint: str | os.PathLike | None = None,
     checkpoint_every: int | None = None,
     resume: Any = None,
@@ -321,117 +396,98 @@ def fit_multiclass(
     """Train a one-vs-rest linear classifier on (X, y) with any number of classes ≥ 2.
 
     ``algorithm`` (default SLND) trains all classes in one run when it declares
-    ``multiclass``; any other algorithm is run by :func:`calopt.fit` once per class
-    (class c as positive, with ``measure``); each class's scores are then put on a
-    common scale for the argmax: centred at its threshold tuned for ``measure`` (0 is
-    "class c" by that class's own rule) and divided by their standard deviation on the
-    training data. On letter (70/30, seed 0) that took test top-1 from 0.37 to 0.55
-    (spade, gmean) and from 0.35 to 0.62 (stamp, f1). Features are max-abs scaled as in
-    calopt.fit. ``eval_set=(X_test, y_test)`` adds the test top-1 accuracy (multiclass
-    algorithms) or the macro test measure (one class at a time) to each history row.
-    ``callback`` runs after each epoch (of each class, one class at a time).
+    ``multiclass``; any other algorithm runs the binary pipeline once per class (class c
+    as positive, with ``measure``); each class's scores are then put on a common scale
+    for the argmax: centred at its threshold tuned for ``measure`` (0 is "class c" by
+    that class's own rule) and divided by their standard deviation on the training
+    data. On letter (70/30, seed 0) that took test top-1 from 0.37 to 0.55 (spade,
+    gmean) and from 0.35 to 0.62 (stamp, f1). Features are max-abs scaled as in
+    :func:`fit`. ``eval_set=(X_test, y_test)`` adds the test top-1 accuracy (classes
+    trained together) or the macro test measure (one class at a time) to each history
+    row. ``callback`` runs after each epoch; one class at a time, its record counts the
+    epochs of all classes (``epoch`` of ``total_epochs``).
 
     ``checkpoint``, ``checkpoint_every``, ``resume`` and ``interrupt`` work as in
-    :func:`calopt.fit` (:class:`~calopt.errors.TrainingInterrupted`, then ``resume=``);
-    one class at a time, the checkpoint also holds the classes already finished.
+    :func:`fit`; one class at a time, the checkpoint also holds the classes already
+    finished.
     """
     labels = to_numpy(y)
-    codes, classes = encode_multiclass(labels)
+    codes, classes = encode_multiclass(labels, source="training labels")
     if classes.size < 2:
-        raise DataError(f"training labels: only one class ({label_text(classes[0])}); need two or more")
+        raise DataError(f"only one class ({label_text(classes[0])}); need two or more", source="training labels")
     if X.shape[0] != codes.size:
         raise ParameterError(f"X has {X.shape[0]} rows but y has {codes.size} labels")
-    if not (isinstance(epochs, int) and epochs >= 1):
-        raise ParameterError(f"epochs must be a whole number ≥ 1, got {epochs!r}")
+    _check_count("epochs", epochs)
+    _check_count("batch_size", batch_size)
     resume = checked_resume(checkpoint, checkpoint_every, resume)
     measure = registry.get_measure(measure)
-    algorithm = registry.get_algorithm(algorithm)
+    algorithm = registry.get_algorithm(algorithm or default_algorithm(measure, classes.size))
     loss = registry.get_loss(loss or default_loss(algorithm))
     classes = tuple(json_label(c) for c in classes)
     C = len(classes)
     started = time.perf_counter()
     resolved = resolve_backend(X, backend, dtype, device)
+    eval_codes = None if eval_set is None else encode_among(to_numpy(eval_set[1]), classes,
+                                                            source="evaluation labels")
+    members = codes[None, :] == np.arange(C)[:, None]
+    data = prepare(X, np.where(members, 1.0, -1.0), resolved, scale)
     # what a resumed run must repeat; "classes" tells a multiclass checkpoint from a binary one
     options = {"classes": list(classes), "one_vs_rest": "together" if algorithm.multiclass else "per class",
                "measure": measure.spec, "algorithm": algorithm.spec, "loss": loss.spec, "epochs": epochs,
                "batch_size": batch_size, "seed": seed, "backend": resolved.name,
                "dtype": resolved.dtype_name, "scale": scale, "eval_set": eval_set is not None}
-    fingerprint = functools.cache(lambda: data_fingerprint(X, codes, backend_of(X)))
-    if resume is not None:
-        resume.check(options, fingerprint())
-
-    eval_codes = None if eval_set is None else encode_among(to_numpy(eval_set[1]), classes,
-                                                            source="evaluation labels")
+    run = dict(callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+               interrupt=interrupt)
     if not algorithm.multiclass:
-        return _fit_one_class_at_a_time(
-            X, codes, classes, algorithm, loss, measure, eval_set, eval_codes, options, fingerprint,
-            started, checkpoint=checkpoint, resume=resume, fit_options=dict(
-                backend=backend, dtype=dtype, device=device, epochs=epochs, batch_size=batch_size, seed=seed,
-                scale=scale, callback=callback, checkpoint_every=checkpoint_every, interrupt=interrupt))
+        evaluation = None
+        if eval_set is not None:
+            evaluation = prepare(eval_set[0], np.where(eval_codes == np.arange(C)[:, None], 1.0, -1.0),
+                                 resolved, data.scale)
+        return _fit_one_class_at_a_time(data, classes, measure, algorithm, loss, evaluation, options,
+                                        epochs=epochs, batch_size=batch_size, seed=seed, scale=scale,
+                                        started=started, **run)
 
-    xp = resolved.xp
-    members = codes[None, :] == np.arange(C)[:, None]
-    data = _Data(X, np.where(members, 1.0, -1.0), resolved, scale)
-    problem = Problem(xp, resolved.dtype, resolved.device, int(codes.size), int(data.X.shape[1]),
+    problem = Problem(resolved.xp, resolved.dtype, resolved.device, int(codes.size), int(data.X.shape[1]),
                       1.0 / C, measure, loss, batch_size or default_batch_size(int(codes.size)),
                       epochs, n_classes=C)
-    algorithm.check_problem(problem)
-    if resume is not None:
-        algorithm = resume.make_algorithm()
-    reader = algorithm.prepare(problem, data.X, data.y, seed=seed)
-    train_codes = xp.asarray(codes, device=resolved.device)
+    device_codes = resolved.xp.asarray(codes, device=resolved.device)
     evaluation = None
     if eval_set is not None:
-        eval_data = _Data(eval_set[0], eval_codes, resolved, scale=data.scale)
-        evaluation = (eval_data.X, xp.asarray(eval_codes, device=resolved.device))
-    record_seconds = 0.0
-
-    def top1(w: Array, b: Array, X_part: Any, codes_part: Array) -> float:
-        hits = xp.argmax(X_part @ w + b, axis=1) == codes_part
-        return float(xp.mean(xp.astype(hits, resolved.dtype)))
-
-    def record(info: EpochRecord) -> dict[str, float]:
-        nonlocal record_seconds
-        begun = time.perf_counter()
-        w, b = info.weights
-        row = {"train": top1(w, b, data.X, train_codes)}
-        if evaluation is not None:
-            row["test"] = top1(w, b, *evaluation)
-        record_seconds += time.perf_counter() - begun
-        return row
-
-    result = run_resumable(algorithm, problem, reader, epochs=epochs, seed=seed, backend=resolved,
-                           options=options, fingerprint=fingerprint, record=record, callback=callback,
-                           checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-                           interrupt=interrupt)
-    w, b = algorithm.weights(result.state)
+        eval_data = prepare(eval_set[0], eval_codes, resolved, data.scale)
+        evaluation = (eval_data.X, resolved.xp.asarray(eval_codes, device=resolved.device))
+    task = _MulticlassTask((data.X, device_codes), evaluation, resolved)
+    trained = train(data, algorithm, problem, task, seed=seed, run_options=options, started=started, **run)
     return MulticlassModel(
-        coef=to_numpy(w).astype(np.float64) / data.scale[:, None],
-        intercept=to_numpy(b).astype(np.float64),
-        classes=classes, measure=measure.spec, algorithm=algorithm.spec, loss=loss.spec,
+        coef=trained.w / data.scale[:, None],
+        intercept=trained.b,
+        classes=classes, measure=measure.spec, algorithm=trained.algorithm.spec, loss=loss.spec,
         scale=data.scale,
-        options={"epochs": result.epochs, "batch_size": problem.batch_size, "seed": seed,
+        options={"epochs": trained.result.epochs, "batch_size": problem.batch_size, "seed": seed,
                  "backend": resolved.name, "dtype": resolved.dtype_name, "scale": scale,
-                 "algorithm_params": algorithm.params,
-                 "rank": getattr(reader, "rank", None), "sample": getattr(reader, "sample", None)},
-        history=result.history,
-        fit_seconds=time.perf_counter() - started - record_seconds + (resume.seconds if resume else 0.0),
-        status=result.status, message=result.message, version=__version__,
+                 "algorithm_params": trained.algorithm.params,
+                 "rank": getattr(trained.reader, "rank", None), "sample": getattr(trained.reader, "sample", None)},
+        history=trained.result.history,
+        fit_seconds=trained.seconds,
+        status=trained.result.status, message=trained.result.message, version=__version__,
     )
 
 
 def _fit_one_class_at_a_time(
-    X: Any, codes: np.ndarray, classes: tuple[Any, ...], algorithm: Any, loss: Any, measure: Any,
-    eval_set: tuple[Any, Any] | None, eval_codes: np.ndarray | None, options: dict[str, Any],
-    fingerprint: Callable[[], dict[str, Any]], started: float, *, checkpoint: Any,
-    resume: Checkpoint | None, fit_options: dict[str, Any],
+    data: Prepared, classes: tuple[Any, ...], measure: Measure, algorithm: Algorithm, loss: Any,
+    evaluation: Prepared | None, options: dict[str, Any], *, epochs: int, batch_size: int | None, seed: int,
+    scale: bool, started: float, callback: Callback | None, checkpoint: Any, checkpoint_every: int | None,
+    resume: Checkpoint | None, interrupt: Callable[[], bool] | None,
 ) -> MulticlassModel:
-    """One-vs-rest by :func:`calopt.fit` once per class; checkpoints name the class and keep the finished ones.
+    """One-vs-rest by the binary pipeline once per class; checkpoints name the class and keep the finished ones.
 
     A class's own checkpoint is wrapped in the multiclass one: its options and
     fingerprint move to ``one_vs_rest`` (with the finished classes), so resuming checks
     the multiclass run, restores the finished classes and resumes the current one.
     """
+    C = len(classes)
+    fingerprint = functools.cache(lambda: data_fingerprint(data.X, data.y_host, data.backend, data.scale))
+    if resume is not None:
+        resume.check(options, fingerprint())
     finished: list[dict[str, Any]] = []  # per class: coef, intercept, history, status, message, options
     current = None
     if resume is not None:
@@ -454,20 +510,24 @@ def _fit_one_class_at_a_time(
             "finished": [{k: v for k, v in entry.items() if k != "coef"} for entry in finished]})
 
     first_to_fit = len(finished)
-    for c in range(first_to_fit, len(classes)):
+    for c in range(first_to_fit, C):
         write = None if checkpoint is None else (lambda inner, c=c: wrap(inner, c).save(checkpoint))
+        on_epoch = None if callback is None else (lambda info, c=c: callback(
+            info._replace(epoch=c * epochs + info.epoch, total_epochs=C * epochs)))
+        class_data = data.with_labels(data.y_host[c])
+        class_eval = None if evaluation is None else evaluation.with_labels(evaluation.y_host[c])
         try:
-            model = fit(X, np.where(codes == c, 1.0, -1.0), measure=measure, algorithm=algorithm, loss=loss,
-                        positive=1.0, checkpoint=write,
-                        resume=current if c == first_to_fit else None,
-                        eval_set=None if eval_set is None else (eval_set[0], np.where(eval_codes == c, 1.0, -1.0)),
-                        **fit_options)
+            model = _fit_binary(class_data, (-1.0, 1.0), measure, algorithm, loss, class_eval, epochs=epochs,
+                                batch_size=batch_size, seed=seed, scale=scale, tune_threshold=True,
+                                started=time.perf_counter(), callback=on_epoch, checkpoint=write,
+                                checkpoint_every=checkpoint_every,
+                                resume=current if c == first_to_fit else None, interrupt=interrupt)
         except TrainingInterrupted as exc:
             saved = wrap(exc.checkpoint, c)
             where = f"; checkpoint written to {checkpoint}" if checkpoint is not None else ""
             raise TrainingInterrupted(f"training interrupted in {saved.describe()}{where}", saved,
                                       checkpoint) from None
-        spread = float(np.std(to_numpy(model.decision_function(X))))
+        spread = float(np.std(to_numpy(model.decision_function(data.raw))))
         spread = spread if spread > 0 and np.isfinite(spread) else 1.0
         finished.append({"coef": model.coef / spread, "intercept": model.intercept / spread,
                          "spread": spread, "history": model.history,
@@ -492,3 +552,4 @@ def _fit_one_class_at_a_time(
         message="; ".join(dict.fromkeys(entry["message"] for entry in finished)),
         version=__version__,
     )
+

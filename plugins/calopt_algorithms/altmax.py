@@ -17,6 +17,7 @@ from typing import Any, ClassVar, NamedTuple
 from calopt.algorithms import (
     Algorithm,
     Problem,
+    Tunable,
     project_ball,
     reward_terms,
     step_size,
@@ -68,7 +69,7 @@ def _level_from_sums(sums: tuple, old_level: Array, problem: Problem) -> Array:
 @dataclasses.dataclass(frozen=True)
 class _AltMax(Algorithm):
     family: ClassVar[str] = "pseudo-linear"
-    step_candidates: ClassVar[tuple[float, ...]] = (1.0, 10.0, 100.0)
+    tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (1.0, 10.0, 100.0)),)
 
     #: Step scale η₀ (η_t = η₀/√t, t restarting with each model stage); unset: tuned.
     step: float | None = None

@@ -17,7 +17,7 @@ import dataclasses
 import math
 from typing import Any, ClassVar, NamedTuple
 
-from calopt.algorithms import Algorithm, Problem, step_size
+from calopt.algorithms import Algorithm, Problem, Tunable, step_size
 from calopt.backends import is_sparse
 from calopt.errors import ParameterError
 
@@ -115,8 +115,7 @@ class Sgd(_Erm):
     """
 
     name: ClassVar[str] = "sgd"
-    #: Candidates tried on held-out data when ``step`` is left unset (see calopt.fit).
-    step_candidates: ClassVar[tuple[float, ...]] = (0.1, 1.0, 10.0)
+    tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (0.1, 1.0, 10.0)),)
 
     #: Step scale η₀ (η_t = η₀/√t); unset: chosen on held-out data.
     step: float | None = None

@@ -10,6 +10,7 @@ import array_api_compat
 from calopt.algorithms import (
     Algorithm,
     Problem,
+    Tunable,
     project_ball,
     reward_terms,
     step_size,
@@ -36,8 +37,7 @@ class Spade(Algorithm):
 
     name: ClassVar[str] = "spade"
     family: ClassVar[str] = "concave"
-    #: Candidates tried on held-out data when ``step`` is left unset (see calopt.fit).
-    step_candidates: ClassVar[tuple[float, ...]] = (1.0, 10.0, 100.0)
+    tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (1.0, 10.0, 100.0)),)
 
     #: Primal step scale η₀ (η_t = η₀/√t); unset: chosen on held-out data.
     step: float | None = None
