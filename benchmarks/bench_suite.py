@@ -45,6 +45,7 @@ import fnmatch
 import json
 import math
 import os
+import re
 import sys
 import time
 import traceback
@@ -630,9 +631,8 @@ def _tally_cells(t: dict[str, Any]) -> str:
             f"{_f(t['mean_margin'], sign=True)} | {_f(t['median_margin'], sign=True)}")
 
 
-def render(summary: dict[str, Any], route: dict, ours: dict) -> str:
-    """The summary as Markdown."""
-    names = sorted(ours["datasets"])
+def render(summary: dict[str, Any], route: dict, ours: dict, names: list[str]) -> str:
+    """The summary of the cells of datasets ``names`` as Markdown."""
     small = [n for n in names if "(small)" in ours["datasets"][n]["source"]]
     failed = {n: s["reason"] for n, s in ours["skipped"].items() if not s["excluded"]}
     lines = [
@@ -699,7 +699,7 @@ def render(summary: dict[str, Any], route: dict, ours: dict) -> str:
     missing = sum(k not in route["cells"] for k in ours["cells"])
     if missing:
         lines += ["", f"{missing} calopt cells have no route result yet (run without `--only`)."]
-    return "\n".join(lines).replace("\n\n\n", "\n\n")
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines))  # the empty optional notes
 
 
 def compare(rows_a: list[dict], rows_b: list[dict], tag_a: str, tag_b: str) -> str:
@@ -744,7 +744,7 @@ def report(args: argparse.Namespace) -> None:
         print(compare(rows, join_cells(route, other, args.measures, names), args.tag, args.compare))
         return
     summary = summarize(rows)
-    text = render(summary, route, ours)
+    text = render(summary, route, ours, sorted({r["dataset"] for r in rows}))
     print(text)
     if names is None and args.measures == MEASURES:  # the full summary is a record; a subset is not
         (RESULTS / f"suite_{args.tag}_summary.md").write_text(text + "\n")
