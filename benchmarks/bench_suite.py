@@ -496,25 +496,30 @@ def run(args: argparse.Namespace) -> None:
 
 
 def _run_parallel(plans: dict, args: argparse.Namespace, handle: Callable[[tuple], None]) -> None:
+    """The datasets in ``args.jobs`` worker processes; their cells come back through a
+    queue, so each is saved as soon as it is done. An interrupt terminates the workers
+    (a process pool's orderly shutdown would first finish every queued dataset)."""
     import multiprocessing
     import queue as queues
-    from concurrent.futures import ProcessPoolExecutor, wait
 
     context = multiprocessing.get_context("spawn")
-    with context.Manager() as manager, ProcessPoolExecutor(
-            args.jobs, mp_context=context, initializer=start_process) as pool:
+    with context.Manager() as manager:
         messages = manager.Queue()
-        futures = {pool.submit(_worker, name, plan, args.split_seed, args.calopt_kwargs, messages): name
-                   for name, plan in plans.items()}
-        pending = set(futures)
-        while pending or not messages.empty():
-            try:
-                handle(messages.get(timeout=0.5))
-            except queues.Empty:
-                finished, pending = wait(pending, timeout=0)
-                for future in finished:
-                    if future.exception() is not None:
-                        print(f"WORKER FAILED on {futures[future]}: {future.exception()!r}", flush=True)
+        pool = context.Pool(args.jobs, initializer=start_process)
+        try:
+            pending = {name: pool.apply_async(_worker, (name, plan, args.split_seed,
+                                                        args.calopt_kwargs, messages))
+                       for name, plan in plans.items()}
+            while pending or not messages.empty():
+                try:
+                    handle(messages.get(timeout=0.5))
+                except queues.Empty:
+                    for name in [n for n, result in pending.items() if result.ready()]:
+                        if not pending.pop(name).successful():
+                            print(f"WORKER FAILED on {name}", flush=True)
+        finally:
+            pool.terminate()
+            pool.join()
 
 
 # -- the summary -----------------------------------------------------------------------
