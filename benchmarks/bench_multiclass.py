@@ -22,7 +22,6 @@ import argparse
 import json
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
