@@ -1,0 +1,93 @@
+"""The wide benchmark's summary statistics, on a hand-made table of cells.
+
+Every expected number below was worked out by hand from the table, not by the code.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_suite.py"
+_spec = importlib.util.spec_from_file_location("bench_suite", _PATH)
+suite = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("bench_suite", suite)  # dataclasses look their module up there
+_spec.loader.exec_module(suite)
+
+
+def _cell(dataset, measure, margin, train_rows, test_positives, calopt_s, route_s, algorithm,
+          error=None):
+    route = 0.5
+    return {"dataset": dataset, "measure": measure, "calopt": route + margin, "route": route,
+            "margin": margin, "train_rows": train_rows, "test_positives": test_positives,
+            "calopt_seconds": calopt_s, "route_seconds": route_s, "algorithm": algorithm,
+            "error": error}
+
+
+CELLS = [
+    _cell("A", "f1", +0.05, 500, 40, 1.0, 10.0, "stamp"),      # won
+    _cell("A", "gmean", -0.01, 500, 40, 2.0, 4.0, "spade"),    # tied (on the edge), within
+    _cell("B", "f1", -0.03, 2000, 35, 1.0, 5.0, "stamp"),      # lost, resolved, below −0.02
+    _cell("B", "gmean", 0.0, 2000, 30, 1.0, 2.0, "spade"),     # tied; 30 positives is resolved
+    _cell("C", "f1", -0.015, 10000, 5, 3.0, 3.0, "stamp"),     # lost, too few positives
+    _cell("C", "gmean", +0.02, 10000, 29, 1.0, 4.0, "spade"),  # won; 29 is not resolved
+    _cell("D", "f1", -0.30, 800, 12, None, 6.0, "error", error="ValueError: boom"),  # lost
+    _cell("D", "gmean", +0.01, 4000, 100, 1.0, 8.0, "spade"),  # tied (on the edge), within
+]
+
+
+def test_won_tied_lost_and_margins():
+    overall = suite.summarize(CELLS)["overall"]
+    assert (overall["won"], overall["tied"], overall["lost"]) == (2, 3, 3)
+    assert overall["mean_margin"] == pytest.approx(-0.275 / 8)
+    # sorted: −.30 −.03 −.015 −.01 | 0 .01 .02 .05
+    assert overall["median_margin"] == pytest.approx(-0.005)
+
+
+def test_buckets():
+    summary = suite.summarize(CELLS)
+    rows = [(b["won"], b["tied"], b["lost"]) for b in summary["by_train_rows"]]
+    assert rows == [(1, 1, 1), (0, 2, 1), (1, 0, 1)]  # 4,000 rows is in the middle bucket
+    positives = [(b["won"], b["tied"], b["lost"]) for b in summary["by_test_positives"]]
+    assert positives == [(0, 0, 1), (1, 0, 1), (1, 3, 1)]
+    assert summary["by_test_positives"][0]["tpr_se_at_median"] == pytest.approx((0.16 / 5) ** 0.5)
+
+
+def test_resolved_cells_and_time():
+    summary = suite.summarize(CELLS)
+    assert summary["resolved"] == {"cells": 5, "within": 4, "share_within": 0.8, "below_far": 1}
+    # ratios of the 7 timed cells: .1 .125 .2 .25 .5 .5 1
+    assert summary["time"]["median_ratio"] == pytest.approx(0.25)
+    assert summary["time"]["median_calopt_seconds"] == 1.0
+    assert summary["time"]["median_route_seconds"] == 4.0
+
+
+def test_criteria_worst_and_groups():
+    summary = suite.summarize(CELLS)
+    assert [c["pass"] for c in summary["criteria"]] == [False, False, False, False, True]
+    assert [(r["dataset"], r["measure"]) for r in summary["worst"][:3]] == [
+        ("D", "f1"), ("B", "f1"), ("C", "f1")]
+    assert [r["dataset"] for r in summary["errors"]] == ["D"]
+    assert summary["by_measure"]["gmean"]["mean_margin"] == pytest.approx(0.02 / 4)
+    assert summary["by_algorithm"]["spade"]["cells"] == 4
+    assert summary["by_algorithm"]["stamp"]["mean_margin"] == pytest.approx(0.005 / 3)
+
+
+def test_all_criteria_can_pass():
+    cells = [_cell("E", "f1", +0.02, 5000, 50, 1.0, 4.0, "stamp"),
+             _cell("E", "min", 0.0, 5000, 50, 1.0, 4.0, "spade")]
+    assert all(c["pass"] for c in suite.summarize(cells)["criteria"])
+
+
+def test_measures_from_counts():
+    # TP 8, FP 2, TN 85, FN 5: TPR 8/13, TNR 85/87
+    value = {m: suite.measure_from_counts(m, 8, 2, 85, 5) for m in suite.MEASURES}
+    assert value["min"] == pytest.approx(8 / 13)
+    assert value["f1"] == pytest.approx(16 / 23)
+    assert value["jaccard"] == pytest.approx(8 / 15)
+    assert value["gower-legendre"] == pytest.approx(93 / 96.5)
+    assert value["gmean"] == pytest.approx((8 / 13 * 85 / 87) ** 0.5)
+    assert suite.measure_from_counts("hmean", 0, 0, 10, 5) == 0.0  # 0/0 counts as 0
