@@ -14,6 +14,7 @@ size 1 is the paper's pointwise update exactly.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import math
 from typing import Any, ClassVar, NamedTuple
@@ -86,16 +87,16 @@ class Algorithm(Component):
     needs_reward: ClassVar[bool] = True
     #: Fraction of the training data held out to tune the decision threshold (plug-in).
     holdout: ClassVar[float] = 0.0
-    #: The loss used when none is given; None: hinge if ``needs_reward``, else logistic.
-    default_loss: ClassVar[str | None] = None
     #: Trains the C one-vs-rest classes of a multiclass problem at once (calopt.fit_multiclass).
     multiclass: ClassVar[bool] = False
     #: Parameters chosen on held-out data when left unset (each a field whose default is None).
     tunables: ClassVar[tuple[Tunable, ...]] = ()
 
+    @abc.abstractmethod
     def init(self, problem: Problem) -> NamedTuple:
         raise NotImplementedError
 
+    @abc.abstractmethod
     def update(self, state: NamedTuple, X: Array, y: Array, problem: Problem) -> NamedTuple:
         """One step on the mini-batch (X, y), labels in {−1, +1}."""
         raise NotImplementedError

@@ -8,6 +8,7 @@ files a configured component is written as a *spec*: ``name`` or
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import math
 from typing import Any, ClassVar
@@ -68,8 +69,12 @@ def _convert(component: str, key: str, value: Any, default: Any, annotation: Any
 
 
 @dataclasses.dataclass(frozen=True)
-class Component:
-    """Base of measures, losses and algorithms: named, parametrised, immutable."""
+class Component(abc.ABC):
+    """Base of measures, losses and algorithms: named, parametrised, immutable.
+
+    The methods a kind of component must provide are abstract in its base class, so the
+    registry can refuse (and report) a plugin's class that leaves one out.
+    """
 
     #: Public name (set by each subclass).
     name: ClassVar[str] = ""

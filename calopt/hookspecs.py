@@ -19,7 +19,7 @@ from typing import Protocol
 
 import pluggy
 
-__all__ = ["Register", "hookimpl", "hookspec"]
+__all__ = ["Register", "RegisterDefaultAlgorithm", "RegisterDefaultLoss", "hookimpl", "hookspec"]
 
 hookspec = pluggy.HookspecMarker("calopt")
 hookimpl = pluggy.HookimplMarker("calopt")
@@ -34,6 +34,26 @@ class Register(Protocol):
         Its dataclass fields are its parameters (``name:key=value`` on the command
         line); ``aliases`` are further names for the same class with its defaults.
         """
+
+
+class RegisterDefaultAlgorithm(Protocol):
+    """The callback handed to :func:`register_default_algorithms`."""
+
+    def __call__(self, spec: str, *, task: str = "binary", family: str = "any") -> None:
+        """Declare ``spec`` (``"spade"``, ``"mirror-descent:signed=false"``) the algorithm that
+        trains ``task`` problems for measures of ``family`` when the user names none.
+
+        ``task`` is ``"binary"``, ``"multiclass"`` (one-vs-rest) or ``"aggregate"``
+        (:func:`calopt.aggregate`); ``family`` a measure family (``"concave"``,
+        ``"pseudo-linear"``) or ``"any"``, the fallback for families without their own.
+        """
+
+
+class RegisterDefaultLoss(Protocol):
+    """The callback handed to :func:`register_default_losses`."""
+
+    def __call__(self, spec: str, *, algorithm: str) -> None:
+        """Declare ``spec`` (``"hinge"``) the loss that ``algorithm`` (a name) uses when none is given."""
 
 
 @hookspec
@@ -51,4 +71,18 @@ def register_losses(register: Register) -> None:
 @hookspec
 def register_algorithms(register: Register) -> None:
     """Register training algorithms: subclasses of :class:`calopt.algorithms.Algorithm`."""
+
+
+@hookspec
+def register_default_algorithms(register: RegisterDefaultAlgorithm) -> None:
+    """Declare which algorithm trains a kind of problem when the user names none.
+
+    Two plugins declaring a default for the same task and family is a warning, and an
+    error only when that default is needed.
+    """
+
+
+@hookspec
+def register_default_losses(register: RegisterDefaultLoss) -> None:
+    """Declare which loss an algorithm uses when the user names none."""
 

@@ -9,6 +9,7 @@ non-increasing, so that 1 − F is bounded above by 1; spec, "Losses and rewards
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import Any, ClassVar
 
@@ -34,14 +35,17 @@ class Loss(Component):
     #: descent's step 1/M); None where F is not differentiable or F'' is unbounded.
     max_curvature: ClassVar[float | None] = None
 
+    @abc.abstractmethod
     def value(self, z: Array, *, xp: Any) -> Array:
         """F(z)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def derivative(self, z: Array, *, xp: Any) -> Array:
         """F'(z) (a subgradient where F is not differentiable)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def second_derivative(self, z: Array, *, xp: Any) -> Array:
         """F''(z) where it is defined (0 almost everywhere for piecewise-linear losses)."""
         raise NotImplementedError

@@ -13,6 +13,7 @@ on arrays of any shape (0-d included); zero divided by zero is 0, as in scikit-l
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import Any, ClassVar
 
@@ -59,10 +60,12 @@ class Measure(Component):
 
     kind: ClassVar[str] = "measure"
 
+    @abc.abstractmethod
     def from_rates(self, tpr: Array, tnr: Array, p: float, *, xp: Any) -> Array:
         """The measure from the true positive and negative rates and the positive rate p."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
         """The measure from confusion counts (arrays or 0-d arrays of one float dtype)."""
         raise NotImplementedError
@@ -99,18 +102,22 @@ class ConcaveMeasure(Measure):
     #: (only the functions that namespace has); SPADE then projects on the host that way.
     float_projection: ClassVar[bool] = False
 
+    @abc.abstractmethod
     def psi(self, tpr: Array, tnr: Array, *, xp: Any) -> Array:
         """Ψ(P, N)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def conjugate(self, alpha: Array, beta: Array, *, xp: Any) -> Array:
         """Ψ*(α, β) for (α, β) in the dual region."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def conjugate_grad(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
         """∇Ψ*(α, β) for (α, β) in the dual region (paper 002, Table 1)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def project(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
         """Euclidean projection of (α, β) onto the dual region; a fixed amount of work,
         without host synchronisation, so it can run on every mini-batch."""
@@ -137,6 +144,7 @@ class PseudoLinearMeasure(Measure):
 
     family: ClassVar[str] = "pseudo-linear"
 
+    @abc.abstractmethod
     def coefficients(self, p: float) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
         """The coefficients ``(a0, a1, a2), (b0, b1, b2)`` at positive rate ``p`` (0 < p < 1)."""
         raise NotImplementedError

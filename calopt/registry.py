@@ -1,16 +1,29 @@
-"""The plugin registry: loads the ``calopt`` entry points and resolves component names.
+"""The plugin registry: loads the ``calopt`` entry points, resolves component names and defaults.
 
-Plugins are imported once, lazily, from the ``calopt`` entry-point group (calopt's own
-built-ins included). ``CALOPT_LOAD_PLUGINS`` (comma-separated entry-point or package
-names; empty for none) restricts which load, the escape hatch when a broken plugin gets
-in the way. A plugin that fails to import is reported in :data:`load_failures` (and as
-a warning) and skipped. The name tables are rebuilt from the hooks on every lookup, so
-plugins registered at run time (tests, notebooks) take effect at once.
+Plugins are imported once, lazily, from the ``calopt`` entry-point group. calopt's own
+built-ins (the entry points of the ``calopt`` distribution) always load;
+``CALOPT_LOAD_PLUGINS`` (comma-separated entry-point or package names; empty for none)
+restricts which third-party plugins load, the escape hatch when a broken plugin gets in
+the way. A plugin that fails to import (whatever it raises, ``sys.exit()`` included) is
+reported in :data:`load_failures` (and as a warning) and skipped, and so is a component
+that does not implement its interface (an abstract method left undefined).
+
+Names belong to the plugins that register them. When two plugins register the same name
+(or alias, or default), that is a warning when plugins load and an error naming both
+packages only when the name is looked up; every other name keeps working. The tables are
+rebuilt when the set of registered plugins changes, so plugins registered at run time
+(tests, notebooks) take effect at once.
+
+Defaults are declared by plugins too (:func:`calopt.hookspecs.register_default_algorithms`,
+:func:`calopt.hookspecs.register_default_losses`): the core names no plugin.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib.metadata
+import inspect
 import os
 import sys
 import warnings
@@ -21,12 +34,19 @@ from typing import Any
 import pluggy
 
 from calopt import hookspecs
+from calopt.algorithms import Algorithm
 from calopt.components import Component, normalize_name, parse_spec
 from calopt.errors import RegistryError, UnknownNameError
+from calopt.losses import Loss
+from calopt.measures import Measure
 
 __all__ = [
+    "BUILTIN_DISTRIBUTION",
+    "TASKS",
     "Entry",
     "PluginLoadWarning",
+    "default_algorithm",
+    "default_loss",
     "entries",
     "get",
     "get_algorithm",
@@ -42,24 +62,31 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "calopt"
-# CALOPT_TRACE_PLUGINS=1 prints each registration (plugin, kind, name, class) to stderr.
+#: The distribution whose entry points are calopt's built-ins (loaded whatever CALOPT_LOAD_PLUGINS says).
+BUILTIN_DISTRIBUTION = "calopt"
+#: The kinds of training problem a default algorithm is declared for.
+TASKS = ("binary", "multiclass", "aggregate")
 _HOOKS = {
     "measure": "register_measures",
     "loss": "register_losses",
     "algorithm": "register_algorithms",
 }
+_BASES = {"measure": Measure, "loss": Loss, "algorithm": Algorithm}
+#: How CALOPT_LOAD_PLUGINS is mentioned where a plugin is skipped.
+_EXCLUDE_HINT = "CALOPT_LOAD_PLUGINS lists the third-party plugins to load"
 
 plugin_manager = pluggy.PluginManager("calopt")
 plugin_manager.add_hookspecs(hookspecs)
 #: Which package provides each plugin registered from an entry point.
 _distributions: dict[str, str] = {}
-#: One line per plugin that could not be imported or failed in its hook.
+#: One line per plugin that could not be imported, failed in a hook, registered something
+#: unusable, or claimed a name another plugin has.
 load_failures: list[str] = []
 _loaded = False
 
 
 class PluginLoadWarning(UserWarning):
-    """A plugin failed to import or to register, and was skipped."""
+    """A plugin failed to import or to register, or two plugins claim one name."""
 
 
 def _report(message: str) -> None:
@@ -69,7 +96,11 @@ def _report(message: str) -> None:
 
 
 def load_plugins() -> None:
-    """Import and register every plugin of the ``calopt`` entry-point group (once)."""
+    """Import and register every plugin of the ``calopt`` entry-point group (once).
+
+    Then builds the name tables, so that a duplicate name or an unusable component is
+    reported as soon as plugins load.
+    """
     global _loaded
     if _loaded:
         return
@@ -78,7 +109,8 @@ def load_plugins() -> None:
     allowed = None if wanted is None else {w.strip() for w in wanted.split(",") if w.strip()}
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = ep.dist.name if ep.dist is not None else "unknown"
-        if allowed is not None and ep.name not in allowed and dist not in allowed:
+        builtin = normalize_name(dist) == BUILTIN_DISTRIBUTION
+        if not builtin and allowed is not None and ep.name not in allowed and dist not in allowed:
             continue
         plugin_name = f"{dist}:{ep.name}"
         if plugin_manager.has_plugin(plugin_name):
@@ -86,13 +118,16 @@ def load_plugins() -> None:
         try:
             plugin = ep.load()
             plugin_manager.register(plugin, name=plugin_name)
-        except Exception as exc:  # a broken plugin must not break calopt
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a broken plugin (even sys.exit) must not break calopt
             _report(
                 f"plugin {ep.name!r} from package {dist!r} failed to load "
-                f"({type(exc).__name__}: {exc}); skipped"
+                f"({type(exc).__name__}: {exc}); skipped ({_EXCLUDE_HINT})"
             )
             continue
         _distributions[plugin_name] = dist
+    _tables()
 
 
 @dataclass(frozen=True)
@@ -122,68 +157,141 @@ class Entry:
         return info
 
 
+@dataclass(frozen=True)
+class _Claims:
+    """What plugins registered under one key: the first claim, and every claimant."""
+
+    value: Any
+    plugins: tuple[str, ...]
+
+    def get(self, what: str) -> Any:
+        if len(self.plugins) > 1:
+            raise RegistryError(f"{what} is registered by {_both(*self.plugins[:2])}; "
+                                f"uninstall one, or leave one out ({_EXCLUDE_HINT})")
+        return self.value
+
+
+def _both(first: str, second: str) -> str:
+    return f"both {first!r} and {second!r}" if first != second else f"{first!r} twice"
+
+
+@dataclass(frozen=True)
+class _Tables:
+    components: dict[str, dict[str, _Claims]]  #: kind → name or alias → claims of entries
+    entries: dict[str, list[Entry]]  #: kind → every registered entry, in registration order
+    algorithms: dict[tuple[str, str], _Claims]  #: (task, family) → claims of algorithm specs
+    losses: dict[str, _Claims]  #: algorithm name → claims of loss specs
+
+
+_cache: tuple[tuple[Any, ...], _Tables] | None = None
+
+
 def _plugin_label(impl: Any) -> str:
     return _distributions.get(impl.plugin_name, impl.plugin_name)
 
 
-def entries(kind: str) -> dict[str, Entry]:
-    """Map every name and alias of ``kind`` (measure, loss, algorithm) to its entry."""
-    load_plugins()
-    hook = getattr(plugin_manager.hook, _HOOKS[kind])
-    table: dict[str, Entry] = {}
-    tracing = bool(os.environ.get("CALOPT_TRACE_PLUGINS"))
-    for impl in hook.get_hookimpls():  # registration order: built-ins before later plugins
-        provider = _plugin_label(impl)
+def _abstract_methods(component: type) -> list[str]:
+    return sorted(getattr(component, "__abstractmethods__", ())) if inspect.isabstract(component) else []
 
-        def register(
-            component: type, *, aliases: Sequence[str] = (), _provider: str = provider
-        ) -> None:
-            if not (isinstance(component, type) and issubclass(component, Component)):
-                raise RegistryError(
-                    f"plugin {_provider!r} registered {component!r}, which is not a calopt {kind} class"
-                )
-            if component.kind != kind or not component.name:
-                raise RegistryError(
-                    f"plugin {_provider!r} registered {component.__name__} as a {kind}, "
-                    f"but it is a {component.kind or 'nameless component'}"
-                )
+
+def _claim(table: dict[Any, _Claims], key: Any, value: Any, plugin: str, what: str) -> None:
+    if key not in table:
+        table[key] = _Claims(value, (plugin,))
+        return
+    claims = table[key]
+    if claims.value == value:  # the same thing again (an alias of itself): nothing to choose
+        return
+    table[key] = dataclasses.replace(claims, plugins=(*claims.plugins, plugin))
+    _report(f"{what} is registered by {_both(claims.plugins[0], plugin)}; "
+            f"looking it up is an error until one is removed")
+
+
+def _call_hook(name: str, register: Any) -> None:
+    """Call every implementation of hook ``name`` with ``register`` bound to its plugin's name."""
+    for impl in getattr(plugin_manager.hook, name).get_hookimpls():  # registration order
+        provider = _plugin_label(impl)
+        try:
+            impl.function(**{arg: functools.partial(register, provider) for arg in impl.argnames})
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one broken plugin must not break the others
+            _report(f"plugin {provider!r} failed in {name} ({type(exc).__name__}: {exc}); skipped "
+                    f"({_EXCLUDE_HINT})")
+
+
+def _build() -> _Tables:
+    components: dict[str, dict[str, _Claims]] = {kind: {} for kind in _HOOKS}
+    listed: dict[str, list[Entry]] = {kind: [] for kind in _HOOKS}
+    tracing = bool(os.environ.get("CALOPT_TRACE_PLUGINS"))
+    for kind, hook in _HOOKS.items():
+        def register(provider: str, component: Any, *, aliases: Sequence[str] = (), _kind: str = kind) -> None:
+            base = _BASES[_kind]
+            if not (isinstance(component, type) and issubclass(component, base)) or not component.name:
+                _report(f"plugin {provider!r} registered {component!r} as a {_kind}, but it is not a named "
+                        f"{base.__module__}.{base.__qualname__} subclass; skipped ({_EXCLUDE_HINT})")
+                return
+            missing = _abstract_methods(component)
+            if missing:
+                _report(f"plugin {provider!r} registered {_kind} {component.name!r} without "
+                        f"{', '.join(missing)}; skipped ({_EXCLUDE_HINT})")
+                return
             names = [normalize_name(component.name), *map(normalize_name, aliases)]
-            entry = Entry(kind, names[0], component, _provider, tuple(names[1:]))
+            entry = Entry(_kind, names[0], component, provider, tuple(names[1:]))
+            listed[_kind].append(entry)
             for name in names:
-                if name in table:
-                    raise RegistryError(
-                        f"{kind} {name!r} is registered by both "
-                        f"{table[name].plugin!r} and {_provider!r}"
-                    )
-            for name in names:
-                table[name] = entry
+                _claim(components[_kind], name, entry, provider, f"{_kind} {name!r}")
             if tracing:
-                print(f"calopt: trace: {_provider} registered {kind} {names[0]!r} "
+                print(f"calopt: trace: {provider} registered {_kind} {names[0]!r} "
                       f"({component.__module__}.{component.__qualname__})", file=sys.stderr)
 
-        try:
-            impl.function(**{arg: register for arg in impl.argnames})
-        except RegistryError:
-            raise
-        except Exception as exc:
-            _report(
-                f"plugin {provider!r} failed in {_HOOKS[kind]} "
-                f"({type(exc).__name__}: {exc}); skipped"
-            )
-    return table
+        _call_hook(hook, register)
+
+    algorithms: dict[tuple[str, str], _Claims] = {}
+
+    def register_algorithm(provider: str, spec: str, *, task: str = "binary", family: str = "any") -> None:
+        if task not in TASKS:
+            raise RegistryError(f"task must be one of {', '.join(TASKS)}, not {task!r}")
+        _claim(algorithms, (task, family), str(spec), provider,
+               f"the default algorithm for {task} problems of {family} measures")
+
+    losses: dict[str, _Claims] = {}
+
+    def register_loss(provider: str, spec: str, *, algorithm: str) -> None:
+        key = normalize_name(algorithm)
+        _claim(losses, key, str(spec), provider, f"the default loss of algorithm {key!r}")
+
+    _call_hook("register_default_algorithms", register_algorithm)
+    _call_hook("register_default_losses", register_loss)
+    return _Tables(components, listed, algorithms, losses)
+
+
+def _tables() -> _Tables:
+    """The tables for the plugins registered now (rebuilt when that set changes)."""
+    global _cache
+    load_plugins()
+    key = tuple(sorted((name, id(plugin)) for name, plugin in plugin_manager.list_name_plugin()))
+    if _cache is None or _cache[0] != key:
+        _cache = (key, _build())
+    return _cache[1]
+
+
+def entries(kind: str) -> dict[str, Entry]:
+    """Map every name and alias of ``kind`` (measure, loss, algorithm) claimed by one plugin to its entry."""
+    return {name: claims.value for name, claims in _tables().components[kind].items()
+            if len(claims.plugins) == 1}
 
 
 def list_entries(kind: str) -> list[Entry]:
-    """The registered components of ``kind``, one per component, sorted by name."""
-    unique = {entry.name: entry for entry in entries(kind).values()}
-    return [unique[name] for name in sorted(unique)]
+    """Every registered component of ``kind`` (two, when two plugins claim one name), sorted by name."""
+    return sorted(_tables().entries[kind], key=lambda entry: entry.name)
 
 
 def get(kind: str, spec: str | Component, /, **params: Any) -> Any:
     """Instantiate the component named by ``spec`` (``"fbeta:beta=2"``), or pass one through.
 
     Keyword ``params`` override those in the spec. Raises
-    :class:`~calopt.errors.UnknownNameError` (with suggestions) for an unknown name and
+    :class:`~calopt.errors.UnknownNameError` (with suggestions) for an unknown name,
+    :class:`~calopt.errors.RegistryError` for a name two plugins claim, and
     :class:`~calopt.errors.ParameterError` for unknown or invalid parameters.
     """
     if isinstance(spec, Component):
@@ -191,10 +299,33 @@ def get(kind: str, spec: str | Component, /, **params: Any) -> Any:
             raise RegistryError(f"expected a {kind}, got the {spec.kind} {spec.name!r}")
         return spec
     name, spec_params = parse_spec(spec)
-    table = entries(kind)
+    table = _tables().components[kind]
     if name not in table:
-        raise UnknownNameError(kind, name, {e.name for e in table.values()})
-    return table[name].create({**spec_params, **params})
+        raise UnknownNameError(kind, name, {entry.name for entry in _tables().entries[kind]})
+    return table[name].get(f"{kind} {name!r}").create({**spec_params, **params})
+
+
+def default_algorithm(measure: Measure, task: str = "binary") -> str:
+    """The spec of the algorithm a plugin declared for ``task`` problems of the measure's family.
+
+    A declaration for the family itself wins over one for ``"any"`` family.
+    """
+    tables = _tables()
+    for family in (measure.family, "any"):
+        if (task, family) in tables.algorithms:
+            return tables.algorithms[task, family].get(f"the default algorithm for {task} problems of "
+                                                       f"{family} measures")
+    raise RegistryError(f"no plugin declares a default algorithm for {task} problems of {measure.family} "
+                        f"measures such as {measure.name!r}; name one (--algorithm)")
+
+
+def default_loss(algorithm: Algorithm) -> str:
+    """The spec of the loss a plugin declared for ``algorithm`` (by its name)."""
+    claims = _tables().losses.get(normalize_name(algorithm.name))
+    if claims is None:
+        raise RegistryError(f"no plugin declares a default loss for algorithm {algorithm.name!r}; "
+                            f"name one (--loss)")
+    return claims.get(f"the default loss of algorithm {algorithm.name!r}")
 
 
 def get_measure(spec: Any, /, **params: Any) -> Any:

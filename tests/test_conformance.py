@@ -70,8 +70,8 @@ def pairing(name: str) -> tuple[str, str]:
     """
     algorithm = calopt.get_algorithm(name)
     preferred = ["hinge", "logistic"] if algorithm.needs_reward else ["logistic", "hinge"]
-    default = getattr(algorithm, "default_loss", None)
-    preferred = [default, *preferred] if default else preferred
+    default = calopt.registry.default_loss(algorithm)
+    preferred = [default, *preferred]
     losses = [loss for loss in preferred if loss in LOSSES] + [other for other in LOSSES if other not in preferred]
     measures = sorted(MEASURES, key=lambda m: calopt.get_measure(m).family != algorithm.family)
     numpy_backend = calopt.get_backend("numpy")

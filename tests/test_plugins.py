@@ -54,7 +54,7 @@ def registered(plugin: Any, name: str):
 
 
 @dataclasses.dataclass(frozen=True)
-class ToyMeasure(calopt.ConcaveMeasure):
+class ToyMeasure(calopt.Measure):
     """Toy measure: min(TPR, TNR) scaled by a level."""
 
     name: ClassVar[str] = "toy-measure"
@@ -63,8 +63,11 @@ class ToyMeasure(calopt.ConcaveMeasure):
     def check_params(self) -> None:
         self.require_positive("level")
 
-    def psi(self, tpr, tnr, *, xp):
+    def from_rates(self, tpr, tnr, p, *, xp):
         return self.level * xp.minimum(tpr, tnr)
+
+    def from_counts(self, tp, fp, tn, fn, *, xp):
+        return self.from_rates(tp / (tp + fn), tn / (tn + fp), 0.5, xp=xp)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +79,12 @@ class ToyLoss(calopt.Loss):
 
     def value(self, z, *, xp):
         return (1 - z) ** 2 / 2
+
+    def derivative(self, z, *, xp):
+        return z - 1
+
+    def second_derivative(self, z, *, xp):
+        return xp.ones_like(z)
 
 
 class ToyPlugin:
@@ -127,15 +136,24 @@ def test_duplicate_name_names_both_plugins(toy_plugin):
             register(Twin)
 
     with registered(TwinPlugin(), "toy-twin"):
+        # Loading warns once, naming both; listing shows both; only looking the name up fails.
+        with pytest.warns(PluginLoadWarning, match="'toy-measure' is registered by both 'toy-plugin' and 'toy-twin'"):
+            listed = [entry.plugin for entry in calopt.list_measures() if entry.name == "toy-measure"]
+        assert listed == ["toy-plugin", "toy-twin"]
         with pytest.raises(calopt.RegistryError) as excinfo:
-            calopt.list_measures()
+            calopt.get_measure("toy-measure")
         assert "toy-plugin" in str(excinfo.value) and "toy-twin" in str(excinfo.value)
+        assert "CALOPT_LOAD_PLUGINS" in str(excinfo.value)
+        assert calopt.get_measure("toy") == ToyMeasure()  # the alias only one plugin claims
+        assert calopt.get_measure("gmean").name == "gmean"  # every other name works
 
-        result = runner.invoke(app, ["list-measures"])
-        assert result.exit_code == 2, result.output
-        assert result.stderr.startswith("calopt: error: ")
-        assert "toy-plugin" in result.stderr and "toy-twin" in result.stderr
-        assert "Traceback" not in result.output
+        result = runner.invoke(app, ["list-measures", "--json"])
+        assert result.exit_code == 0, result.output
+        assert [e["plugin"] for e in json.loads(result.stdout) if e["name"] == "toy-measure"] == ["toy-plugin", "toy-twin"]
+        refused = runner.invoke(app, ["score", "--measure", "toy-measure", "y.txt", "y.txt"])
+        assert refused.exit_code == 2, refused.output
+        assert refused.stderr.splitlines()[-1].startswith("calopt: error: measure 'toy-measure' is registered by both")
+        assert "Traceback" not in refused.output
 
 
 def test_duplicate_of_a_builtin_names_calopt():
@@ -154,6 +172,9 @@ def test_duplicate_of_a_builtin_names_calopt():
         with pytest.raises(calopt.RegistryError, match="'gmean' is registered by both") as excinfo:
             calopt.get_measure("gmean")
         assert "'calopt'" in str(excinfo.value) and "'impostor'" in str(excinfo.value)
+        X = np.random.default_rng(0).normal(size=(200, 3))
+        model = calopt.fit(X, X[:, 0] > 0.5, measure="qmean", epochs=1)  # other concave names still train
+        assert model.measure == "qmean"
 
 
 def test_plugin_whose_hook_raises_is_reported_and_skipped():
@@ -174,19 +195,98 @@ def test_plugin_whose_hook_raises_is_reported_and_skipped():
         warnings = result.stderr.splitlines()
         assert warnings == [
             "calopt: warning: plugin 'raising-plugin' failed in register_measures "
-            "(RuntimeError: boom); skipped"
+            "(RuntimeError: boom); skipped (CALOPT_LOAD_PLUGINS lists the third-party plugins to load)"
         ]
 
 
-def test_registering_a_non_component_is_an_error():
+def test_registering_a_non_component_is_reported_and_skipped():
     class Sloppy:
         @calopt.hookimpl
         def register_losses(self, register):
             register(len)
+            register(ToyLoss)
 
     with registered(Sloppy(), "sloppy"):
-        with pytest.raises(calopt.RegistryError, match="sloppy"):
-            calopt.list_losses()
+        with pytest.warns(PluginLoadWarning, match="plugin 'sloppy' registered <built-in function len> as a loss"):
+            names = {entry.name for entry in calopt.list_losses()}
+        assert "toy-loss" in names and "logistic" in names
+
+
+@dataclasses.dataclass(frozen=True)
+class HalfLoss(calopt.Loss):
+    """A loss without its derivatives."""
+
+    name: ClassVar[str] = "half-loss"
+
+    def value(self, z, *, xp):
+        return xp.abs(z)
+
+
+@dataclasses.dataclass(frozen=True)
+class HalfAlgorithm(calopt.Algorithm):
+    """An algorithm without an update."""
+
+    name: ClassVar[str] = "half-algorithm"
+
+    def init(self, problem):
+        return ()
+
+
+def test_a_component_missing_its_methods_is_skipped_with_one_warning():
+    class Incomplete:
+        @calopt.hookimpl
+        def register_losses(self, register):
+            register(HalfLoss)
+
+        @calopt.hookimpl
+        def register_algorithms(self, register):
+            register(HalfAlgorithm)
+
+    with registered(Incomplete(), "incomplete"):
+        with pytest.warns(PluginLoadWarning) as caught:
+            losses = {entry.name for entry in calopt.list_losses()}
+        messages = [str(w.message) for w in caught]
+        assert "plugin 'incomplete' registered loss 'half-loss' without derivative, second_derivative; " \
+               "skipped (CALOPT_LOAD_PLUGINS lists the third-party plugins to load)" in messages
+        assert any("algorithm 'half-algorithm' without update" in m for m in messages)
+        assert "half-loss" not in losses and "logistic" in losses
+        with pytest.raises(calopt.UnknownNameError):
+            calopt.get_algorithm("half-algorithm")
+
+
+def test_defaults_come_from_the_plugins_and_a_duplicate_breaks_only_its_own_key():
+    assert calopt.registry.default_algorithm(calopt.get_measure("gmean")) == "spade"
+    assert calopt.registry.default_algorithm(calopt.get_measure("f1")) == "stamp"
+    assert calopt.registry.default_algorithm(calopt.get_measure("f1"), "multiclass") == "slnd"
+    assert calopt.registry.default_loss(calopt.get_algorithm("slnd")) == "calibrated-hinge"
+
+    class Rival:
+        @calopt.hookimpl
+        def register_default_algorithms(self, register):
+            register("plugin", family="concave")
+
+        @calopt.hookimpl
+        def register_default_losses(self, register):
+            register("exponential", algorithm="toy-algorithm")
+
+    with registered(Rival(), "rival"):
+        with pytest.warns(PluginLoadWarning, match="the default algorithm for binary problems of concave measures"):
+            calopt.list_algorithms()
+        with pytest.raises(calopt.RegistryError, match="registered by both 'calopt' and 'rival'"):
+            calopt.registry.default_algorithm(calopt.get_measure("gmean"))
+        assert calopt.registry.default_algorithm(calopt.get_measure("f1")) == "stamp"
+        X = np.random.default_rng(0).normal(size=(200, 3))
+        assert calopt.fit(X, X[:, 0] > 0, measure="gmean", algorithm="spade", epochs=1).measure == "gmean"
+
+    @dataclasses.dataclass(frozen=True)
+    class Lonely(HalfAlgorithm):
+        name: ClassVar[str] = "lonely"
+
+        def update(self, state, X, y, problem):
+            return state
+
+    with pytest.raises(calopt.RegistryError, match="no plugin declares a default loss for algorithm 'lonely'"):
+        calopt.registry.default_loss(Lonely())
 
 
 def test_hookimpls_match_the_hookspecs(toy_plugin):
@@ -224,14 +324,42 @@ def _listed(**env: str) -> dict[str, list[str]]:
     return json.loads(done.stdout)
 
 
-def test_calopt_load_plugins_restricts_loading():
+def test_calopt_load_plugins_filters_third_party_plugins_only(broken_plugin_path):
     everything = _listed()
-    assert everything["measures"] and everything["losses"]
-    only_measures = _listed(CALOPT_LOAD_PLUGINS="measures")
-    assert "gmean" in only_measures["measures"]
-    assert set(only_measures["measures"]) <= set(everything["measures"])
-    assert only_measures["losses"] == [] and only_measures["algorithms"] == []
-    assert _listed(CALOPT_LOAD_PLUGINS="") == {"measures": [], "losses": [], "algorithms": []}
+    assert "gmean" in everything["measures"] and "logistic" in everything["losses"]
+    assert _listed(CALOPT_LOAD_PLUGINS="") == everything  # the built-ins always load
+    assert _listed(CALOPT_LOAD_PLUGINS="measures") == everything
+
+
+def test_the_cli_trains_with_no_third_party_plugin():
+    done = subprocess.run([sys.executable, "-m", "calopt_cli", "train", "--json", "--epochs", "1"],
+                          capture_output=True, text=True, env=clean_env(CALOPT_LOAD_PLUGINS=""), timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["algorithm"].startswith("stamp") and result["loss"] == "hinge"
+    assert 0.5 < result["test"]["value"] < 1
+
+
+@pytest.fixture
+def exiting_plugin_path(tmp_path) -> Path:
+    """A distribution ``rude`` whose calopt plugin calls sys.exit(3) when imported."""
+    site = tmp_path / "site"
+    info = site / "rude-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rude\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[calopt]\nrude = calopt_rude_plugin\n")
+    (site / "calopt_rude_plugin.py").write_text("import sys\nsys.exit(3)\n")
+    return site
+
+
+def test_a_plugin_exiting_at_import_is_skipped(exiting_plugin_path):
+    done = subprocess.run([sys.executable, "-m", "calopt_cli", "list-measures", "--json"], capture_output=True,
+                          text=True, env=clean_env(PYTHONPATH=str(exiting_plugin_path)), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "gmean" in {entry["name"] for entry in json.loads(done.stdout)}
+    assert done.stderr.splitlines() == [
+        "calopt: warning: plugin 'rude' from package 'rude' failed to load (SystemExit: 3); skipped "
+        "(CALOPT_LOAD_PLUGINS lists the third-party plugins to load)"]
 
 
 @pytest.fixture
@@ -252,7 +380,8 @@ def test_broken_entry_point_is_reported_and_the_cli_still_works(broken_plugin_pa
     env = clean_env(PYTHONPATH=str(broken_plugin_path))
     warning = (
         "calopt: warning: plugin 'broken' from package 'broken' failed to load "
-        "(ImportError: this plugin is broken on purpose); skipped"
+        "(ImportError: this plugin is broken on purpose); skipped "
+        "(CALOPT_LOAD_PLUGINS lists the third-party plugins to load)"
     )
     listing = subprocess.run(
         [sys.executable, "-m", "calopt_cli", "list-measures", "--json"],
@@ -283,7 +412,7 @@ def test_broken_entry_point_is_reported_and_the_cli_still_works(broken_plugin_pa
         [sys.executable, "-m", "calopt_cli", "list-measures", "--json"],
         capture_output=True,
         text=True,
-        env={**env, "CALOPT_LOAD_PLUGINS": "measures"},
+        env={**env, "CALOPT_LOAD_PLUGINS": ""},
         timeout=120,
     )
     assert quiet.returncode == 0, quiet.stderr

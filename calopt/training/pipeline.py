@@ -52,20 +52,6 @@ __all__ = ["Prepared", "Trained", "default_batch_size", "fit", "fit_multiclass",
 
 Array = Any
 Callback = Callable[[EpochRecord], None]
-#: The built-in defaults, until plugins declare them (registry hooks).
-_DEFAULT_ALGORITHM = {"concave": "spade", "pseudo-linear": "stamp"}
-
-
-def default_algorithm(measure: Measure, n_classes: int = 2) -> str:
-    """The algorithm for the measure's family (concave → spade, pseudo-linear → stamp)."""
-    if n_classes > 2:
-        return "slnd"
-    return _DEFAULT_ALGORITHM.get(measure.family, "plugin")
-
-
-def default_loss(algorithm: Algorithm) -> str:
-    """The algorithm's own default loss, else hinge for a reward-driven algorithm, else logistic."""
-    return algorithm.default_loss or ("hinge" if algorithm.needs_reward else "logistic")
 
 
 def resolve_backend(X: Any, backend: str | None, dtype: str | None, device: Any) -> Backend:
@@ -305,8 +291,8 @@ def fit(
                               scale=scale, eval_set=eval_set, callback=callback, checkpoint=checkpoint,
                               checkpoint_every=checkpoint_every, resume=resume, interrupt=interrupt)
     measure = registry.get_measure(measure)
-    algorithm = registry.get_algorithm(algorithm or default_algorithm(measure))
-    loss = registry.get_loss(loss or default_loss(algorithm))
+    algorithm = registry.get_algorithm(algorithm or registry.default_algorithm(measure))
+    loss = registry.get_loss(loss or registry.default_loss(algorithm))
     _check_count("epochs", epochs)
     _check_count("batch_size", batch_size)
     resume = checked_resume(checkpoint, checkpoint_every, resume)
@@ -421,8 +407,8 @@ def fit_multiclass(
     _check_count("batch_size", batch_size)
     resume = checked_resume(checkpoint, checkpoint_every, resume)
     measure = registry.get_measure(measure)
-    algorithm = registry.get_algorithm(algorithm or default_algorithm(measure, classes.size))
-    loss = registry.get_loss(loss or default_loss(algorithm))
+    algorithm = registry.get_algorithm(algorithm or registry.default_algorithm(measure, "multiclass"))
+    loss = registry.get_loss(loss or registry.default_loss(algorithm))
     classes = tuple(json_label(c) for c in classes)
     C = len(classes)
     started = time.perf_counter()

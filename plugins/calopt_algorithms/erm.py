@@ -85,7 +85,6 @@ def smoothness_constant(gram: Array, column_sums: Array | None, count: int, curv
 class _Erm(Algorithm):
     family: ClassVar[str] = "any"
     needs_reward: ClassVar[bool] = False
-    default_loss: ClassVar[str | None] = "logistic"
 
     #: L2 regularisation λ of (1/m)·Σ F(y·s) + λ‖w‖² (the intercept is not regularised).
     l2: float = 1e-6
@@ -266,7 +265,6 @@ class Subgradient(_Erm):
     """
 
     name: ClassVar[str] = "subgradient"
-    default_loss: ClassVar[str | None] = "hinge"
 
     #: η of the constant step η/√K (the paper: η = 1).
     step: float = 1.0

@@ -18,4 +18,3 @@ class PlugIn(Sgd):
 
     name: ClassVar[str] = "plugin"
     holdout: ClassVar[float] = 0.2
-    default_loss: ClassVar[str | None] = "logistic"

@@ -199,10 +199,6 @@ class Slnd(Algorithm):
     family: ClassVar[str] = "any"
     needs_reward: ClassVar[bool] = False
     multiclass: ClassVar[bool] = True
-    #: The calibrated hinge of paper 000 (eq. 3). Averaged, mean top-1 over seeds 0-2: letter
-    #: 0.683 against 0.644 (step 32) and 0.666 (step 8) for the logistic loss; MNIST 0.893
-    #: against 0.895 and 0.899.
-    default_loss: ClassVar[str] = "calibrated-hinge"
 
     #: Rank k of H* (unset: from the spectrum and the class sizes, see above).
     rank: int | None = None
