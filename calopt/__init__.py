@@ -10,8 +10,18 @@ registry, components, backends and errors beside them. Plugin authors subclass
 from __future__ import annotations
 
 from calopt import registry
-from calopt.algorithms import Algorithm, Problem
-from calopt.backends import Backend, backend_of, get_backend, to_numpy
+from calopt.algorithms import (
+    Algorithm,
+    BallProjection,
+    Batch,
+    IterateAverage,
+    Problem,
+    Tunable,
+    reward_terms,
+    step_size,
+    weighted_reward_gradient,
+)
+from calopt.backends import Backend, backend_of, device, get_backend, is_numpy, is_sparse, namespace, to_numpy
 from calopt.errors import (
     BackendError,
     CaloptError,
@@ -42,10 +52,13 @@ from calopt.version import __version__
 __all__ = [
     "Algorithm",
     "Backend",
+    "BallProjection",
+    "Batch",
     "BackendError",
     "CaloptError",
     "ConcaveMeasure",
     "DataError",
+    "IterateAverage",
     "LinearModel",
     "Loss",
     "Measure",
@@ -56,11 +69,13 @@ __all__ = [
     "PseudoLinearMeasure",
     "RegistryError",
     "TrainingInterrupted",
+    "Tunable",
     "UnknownNameError",
     "__version__",
     "aggregate",
     "backend_of",
     "datasets",
+    "device",
     "fit",
     "fit_multiclass",
     "get_algorithm",
@@ -68,10 +83,16 @@ __all__ = [
     "get_loss",
     "get_measure",
     "hookimpl",
+    "is_numpy",
+    "is_sparse",
     "list_algorithms",
     "list_losses",
     "list_measures",
     "load_model",
+    "namespace",
     "registry",
+    "reward_terms",
+    "step_size",
     "to_numpy",
+    "weighted_reward_gradient",
 ]

@@ -1,15 +1,27 @@
-"""Training algorithms as small state machines, and the mini-batch math they share.
+"""Training algorithms as small state machines, the parts they share, and the mini-batch math.
 
 An :class:`Algorithm` has an ``init`` that builds an explicit state (a NamedTuple of
 arrays and plain numbers, so it can be checkpointed) and an ``update`` that takes one
-mini-batch and returns the next state. It never loops over the data and never
-mutates its inputs: the one loop lives in :mod:`calopt.training.loop`.
+mini-batch (:class:`~calopt.io.batches.Batch`) and returns the next state. It never
+loops over the data and never mutates its inputs: the one loop lives in
+:mod:`calopt.training.loop`.
+
+What several algorithms share is written once here and composed, as optax composes
+gradient transformations: an algorithm names the iterate the shared parts act on
+(:meth:`Algorithm.iterate`, :meth:`Algorithm.with_iterate`) and lists its parts
+(:meth:`Algorithm.parts`): :class:`BallProjection` (the papers' ball W) and
+:class:`IterateAverage` (Polyak-Ruppert averaging, the papers' output). The loop applies
+them after every update, in order, and the model is the last part's output. The step
+schedule is :func:`step_size` (η₀/√t, the papers' decay), and the step scale an
+algorithm wants chosen from the data is declared in ``tunables``.
 
 The model is linear with an intercept, ``s = X @ w + b``. Rewards come from a
 reward-capable loss, ``r = 1 − F(y·s)`` (spec, "Losses and rewards"); with the
 unbiased one-point forms ``r⁺ = r·1[y=1]/p`` and ``r⁻ = r·1[y=−1]/(1−p)``, a
 mini-batch replaces each one-point term by its mean over the batch, which with batch
-size 1 is the paper's pointwise update exactly.
+size 1 is the paper's pointwise update exactly. Sample weights (mean 1 over the
+training data) multiply each row's term, and ``p`` is then the weighted share of the
+positives.
 """
 
 from __future__ import annotations
@@ -17,24 +29,31 @@ from __future__ import annotations
 import abc
 import dataclasses
 import math
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 from calopt.components import Component
 from calopt.errors import ParameterError
-from calopt.io.batches import ArrayReader
+from calopt.io.batches import ArrayReader, Batch
 from calopt.losses import Loss
 from calopt.measures import Measure
 
 __all__ = [
     "Algorithm",
+    "AverageState",
+    "BallProjection",
+    "Batch",
+    "IterateAverage",
+    "Part",
     "Problem",
     "Tunable",
     "project_ball",
     "reward_terms",
+    "step_size",
     "weighted_reward_gradient",
 ]
 
 Array = Any
+Params = tuple[Array, ...]
 
 
 class Problem(NamedTuple):
@@ -45,7 +64,7 @@ class Problem(NamedTuple):
     device: Any
     n_samples: int
     n_features: int
-    #: Fraction of positives in the training data.
+    #: Share of the positives in the training data (weighted by the sample weights).
     positive_rate: float
     measure: Measure
     #: The loss whose reward 1 − F drives the non-decomposable solvers (or the ERM loss).
@@ -56,12 +75,20 @@ class Problem(NamedTuple):
     epochs: int | None = None
     #: One-vs-rest classes trained together (algorithms with ``multiclass``); 1: binary.
     n_classes: int = 1
+    #: The largest sample weight (1 without weights), for bounds that scale with it.
+    max_weight: float = 1.0
 
     def zeros(self, *shape: int) -> Array:
         return self.xp.zeros(shape, dtype=self.dtype, device=self.device)
 
     def scalar(self, value: float) -> Array:
+        """``value`` as a 0-d array of the working dtype on the problem's device."""
         return self.xp.asarray(value, dtype=self.dtype, device=self.device)
+
+    def tiny(self) -> Array:
+        """The smallest positive normal number of the working dtype, on the device: a floor
+        for divisors that is never 0 in float32 (a constant like 1e-300 is)."""
+        return self.scalar(self.xp.finfo(self.dtype).smallest_normal)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,9 +103,94 @@ class Tunable:
     candidates: tuple[Any, ...]
 
 
+# -- the shared parts -----------------------------------------------------------------------
+class Part(Protocol):
+    """A transformation of the iterate applied by the loop after every update.
+
+    ``init`` gives the part's own state (checkpointed with the algorithm's); ``update``
+    gets the iterate before and after the algorithm's update and returns the iterate
+    the algorithm continues from and the part's new state; ``output`` is the model the
+    part stands for (the average, for averaging).
+    """
+
+    def init(self, params: Params, problem: Problem) -> Any: ...
+
+    def update(self, previous: Params, params: Params, state: Any, problem: Problem) -> tuple[Params, Any]: ...
+
+    def output(self, params: Params, state: Any) -> Params: ...
+
+
+def project_ball(w: Array, b: Array, radius: float | None, *, xp: Any) -> tuple[Array, Array]:
+    """Project ``(w, b)`` onto the Euclidean ball of ``radius`` (a rescaling; None: no ball)."""
+    if radius is None:
+        return w, b
+    norm = xp.sqrt(xp.sum(w * w) + b * b)
+    factor = xp.minimum(xp.ones_like(norm), radius / xp.maximum(norm, xp.full_like(norm, 1e-30)))
+    return w * factor, b * factor
+
+
+@dataclasses.dataclass(frozen=True)
+class BallProjection:
+    """Keep ``(w, b)`` in the Euclidean ball of ``radius`` (the set W of papers 002 and 003)."""
+
+    radius: float
+
+    def __call__(self, params: Params, xp: Any) -> Params:
+        return project_ball(*params, self.radius, xp=xp)
+
+    def init(self, params: Params, problem: Problem) -> None:
+        return None
+
+    def update(self, previous: Params, params: Params, state: None, problem: Problem) -> tuple[Params, None]:
+        return self(params, problem.xp), None
+
+    def output(self, params: Params, state: None) -> Params:
+        return params
+
+
+class AverageState(NamedTuple):
+    mean: tuple  #: the running mean of the iterates seen
+    count: int  #: how many
+
+
+@dataclasses.dataclass(frozen=True)
+class IterateAverage:
+    """The running mean of the iterates, the model of the stochastic methods (Polyak-Ruppert).
+
+    By default the mean of the iterates after updates 1…t (SPADE's output, paper 002);
+    ``lagged`` averages the iterates the updates started from, 0…t−1 (mirror descent's
+    θ̂, paper 001).
+    """
+
+    lagged: bool = False
+
+    def init(self, params: Params, problem: Problem | None = None) -> AverageState:
+        return AverageState(tuple(params), 0)
+
+    def add(self, state: AverageState, params: Params) -> AverageState:
+        """The mean with one more iterate."""
+        count = state.count + 1
+        return AverageState(tuple(mean + (p - mean) / count for mean, p in zip(state.mean, params)), count)
+
+    def update(self, previous: Params, params: Params, state: AverageState,
+               problem: Problem) -> tuple[Params, AverageState]:
+        return params, self.add(state, previous if self.lagged else params)
+
+    def output(self, params: Params, state: AverageState) -> Params:
+        return state.mean if state.count else params
+
+
+# -- the algorithm contract -----------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Algorithm(Component):
-    """A training algorithm: ``init(problem) -> state``, ``update(state, X, y, problem) -> state``."""
+    """A training algorithm: ``init(problem) -> state``, ``update(state, batch, problem) -> state``.
+
+    The default iterate is ``(state.w, state.b)`` and the model is that iterate (after
+    the parts); an algorithm with another iterate (mirror descent's θ, SLND's W) says
+    so in :meth:`iterate`, :meth:`with_iterate` and :meth:`linear`, and one whose model is
+    not its iterate (STAMP's stage average, the subgradient method's best iterate) in
+    :meth:`output`.
+    """
 
     kind: ClassVar[str] = "algorithm"
     #: The measure family this algorithm optimises ("concave", "pseudo-linear", "any").
@@ -87,40 +199,58 @@ class Algorithm(Component):
     needs_reward: ClassVar[bool] = True
     #: Fraction of the training data held out to tune the decision threshold (plug-in).
     holdout: ClassVar[float] = 0.0
-    #: Trains the C one-vs-rest classes of a multiclass problem at once (calopt.fit_multiclass).
+    #: Trains the C one-vs-rest classes of a multiclass problem at once.
     multiclass: ClassVar[bool] = False
     #: Parameters chosen on held-out data when left unset (each a field whose default is None).
     tunables: ClassVar[tuple[Tunable, ...]] = ()
 
     @abc.abstractmethod
     def init(self, problem: Problem) -> NamedTuple:
-        raise NotImplementedError
+        """The state before the first update."""
 
     @abc.abstractmethod
-    def update(self, state: NamedTuple, X: Array, y: Array, problem: Problem) -> NamedTuple:
-        """One step on the mini-batch (X, y), labels in {−1, +1}."""
-        raise NotImplementedError
+    def update(self, state: NamedTuple, batch: Batch, problem: Problem) -> NamedTuple:
+        """One step on the mini-batch (labels in {−1, +1}, optional sample weights)."""
 
-    def prepare(self, problem: Problem, X: Array, y: Array, *, seed: int | None = None) -> Any:
-        """The reader that serves (X, y) to the loop: a plain :class:`~calopt.io.batches.ArrayReader`.
+    def parts(self) -> tuple[Part, ...]:
+        """The shared parts the loop applies after each update, in order (none by default)."""
+        return ()
+
+    def iterate(self, state: NamedTuple) -> Params:
+        """The iterate the parts act on."""
+        return state.w, state.b
+
+    def output(self, state: NamedTuple) -> Params:
+        """The model this state stands for, before the parts' outputs (the iterate by default)."""
+        return self.iterate(state)
+
+    def with_iterate(self, state: NamedTuple, params: Params) -> NamedTuple:
+        """``state`` with its iterate replaced (after a projection)."""
+        w, b = params
+        return state._replace(w=w, b=b)
+
+    def linear(self, params: Params) -> tuple[Array, Array]:
+        """The linear model ``(w, b)`` of an iterate; (coef (d, C), intercepts (C,)) one-vs-rest."""
+        return params
+
+    def prepare(self, problem: Problem, X: Array, y: Array, *, weight: Array | None = None,
+                seed: int | None = None) -> Any:
+        """The reader that serves the data to the loop: a plain :class:`~calopt.io.batches.ArrayReader`.
 
         An algorithm that transforms the data once before training overrides it (SLND
         precomputes its preconditioned rows and serves balanced one-vs-rest batches).
-        ``y`` is ±1 of shape (n,), or (C, n) one-vs-rest when ``problem.n_classes > 1``.
+        ``y`` is ±1 of shape (n,), or (C, n) one-vs-rest when ``problem.n_classes > 1``;
+        ``weight`` the sample weights (n,), mean 1, or None.
         """
-        return ArrayReader(X, y, problem.xp, problem.device)
+        return ArrayReader(X, y, problem.xp, problem.device, weight)
 
-    def end_epoch(self, state: NamedTuple, X: Array, y: Array, problem: Problem) -> NamedTuple:
+    def end_epoch(self, state: NamedTuple, data: Batch, problem: Problem) -> NamedTuple:
         """Called after each pass with the whole training data (batch algorithms use it)."""
         return state
 
     def converged(self, state: NamedTuple) -> bool:
         """Whether the algorithm has met its own stopping rule (checked once per epoch)."""
         return False
-
-    def weights(self, state: NamedTuple) -> tuple[Array, Array]:
-        """The model ``(w, b)`` this state stands for (e.g. the averaged iterate)."""
-        return state.w, state.b
 
     def describe_state(self, state: NamedTuple) -> dict[str, Array]:
         """Named scalars to record in the history each epoch (dual variables, level)."""
@@ -140,19 +270,26 @@ class Algorithm(Component):
             )
 
 
+# -- the mini-batch math ---------------------------------------------------------------------
 def step_size(scale: float, t: int) -> float:
     """``scale / sqrt(t)`` for the t-th update (t ≥ 1): the papers' decay."""
     return scale / math.sqrt(t)
 
 
 def reward_terms(
-    w: Array, b: Array, X: Array, y: Array, loss: Loss, *, xp: Any, value: bool = True
+    w: Array, b: Array, X: Array, y: Array, loss: Loss, *, xp: Any, value: bool = True,
+    weight: Array | None = None,
 ) -> tuple[Array | None, Array]:
-    """Rewards ``r = 1 − F(y·s)`` (None unless ``value``) and ``dr/ds`` for the batch, ``s = X @ w + b``."""
+    """Rewards ``r = 1 − F(y·s)`` (None unless ``value``) and ``dr/ds`` for the batch, ``s = X @ w + b``,
+    each times the row's sample ``weight`` when given."""
     scores = X @ w + b
     margins = y * scores
     reward = loss.reward_value(margins, xp=xp) if value else None
-    return reward, loss.reward_derivative(margins, xp=xp) * y
+    dr_ds = loss.reward_derivative(margins, xp=xp) * y
+    if weight is not None:
+        reward = None if reward is None else reward * weight
+        dr_ds = dr_ds * weight
+    return reward, dr_ds
 
 
 def weighted_reward_gradient(
@@ -175,12 +312,3 @@ def weighted_reward_gradient(
         positive, weight_pos * (scale / (p * batch)), weight_neg * (scale / ((1 - p) * batch))
     ) * dr_ds
     return X.T @ coef, coef @ ones
-
-
-def project_ball(w: Array, b: Array, radius: float | None, *, xp: Any) -> tuple[Array, Array]:
-    """Project ``(w, b)`` onto the Euclidean ball of ``radius`` (a rescaling; None: no ball)."""
-    if radius is None:
-        return w, b
-    norm = xp.sqrt(xp.sum(w * w) + b * b)
-    factor = xp.minimum(xp.ones_like(norm), radius / xp.maximum(norm, xp.full_like(norm, 1e-30)))
-    return w * factor, b * factor

@@ -17,7 +17,8 @@ import numpy as np
 
 from calopt.errors import BackendError, UnknownNameError
 
-__all__ = ["BACKENDS", "Backend", "backend_of", "get_backend", "is_sparse", "to_numpy"]
+__all__ = ["BACKENDS", "Backend", "backend_of", "device", "get_backend", "is_numpy", "is_sparse", "namespace",
+           "to_numpy"]
 
 #: Names accepted by :func:`get_backend` and ``--backend``.
 BACKENDS = ("numpy", "array-api-strict", "torch", "cupy")
@@ -27,6 +28,21 @@ _DTYPES = ("float64", "float32")
 def is_sparse(x: Any) -> bool:
     """Whether ``x`` is a scipy.sparse matrix or array (kept sparse on NumPy)."""
     return hasattr(x, "tocsr") and hasattr(x, "nnz")
+
+
+def namespace(*arrays: Any) -> Any:
+    """The array-API namespace of ``arrays`` (for plugin code that holds arrays but no ``xp``)."""
+    return array_api_compat.array_namespace(*arrays)
+
+
+def device(x: Any) -> Any:
+    """The device ``x`` lives on, to create constants beside it (``xp.asarray(c, device=device(x))``)."""
+    return array_api_compat.device(x)
+
+
+def is_numpy(xp: Any) -> bool:
+    """Whether ``xp`` is NumPy's namespace (host code may then take shortcuts, such as Python floats)."""
+    return array_api_compat.is_numpy_namespace(xp)
 
 
 def _import_namespace(name: str) -> Any:

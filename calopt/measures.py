@@ -38,12 +38,16 @@ def safe_divide(numerator: Array, denominator: Array, *, xp: Any) -> Array:
     return xp.where(nonzero, numerator / xp.where(nonzero, denominator, ones), xp.zeros_like(ones))
 
 
-def confusion_counts(y_true: Array, y_pred: Array, *, xp: Any, dtype: Any = None) -> tuple:
-    """(TP, FP, TN, FN) as 0-d arrays, for labels and predictions in {-1, +1}."""
+def confusion_counts(y_true: Array, y_pred: Array, *, xp: Any, dtype: Any = None,
+                     weight: Array | None = None) -> tuple:
+    """(TP, FP, TN, FN) as 0-d arrays, for labels and predictions in {-1, +1}; sums of the
+    sample ``weight`` when given."""
     dtype = xp.float64 if dtype is None else dtype
     positive, predicted = y_true > 0, y_pred > 0
 
     def count(mask: Array) -> Array:
+        if weight is not None:
+            return xp.sum(xp.where(mask, weight, xp.zeros_like(weight)))
         return xp.sum(xp.astype(mask, dtype))
 
     return (

@@ -15,7 +15,7 @@ import pytest
 
 import calopt
 from calopt.algorithms import Problem
-from calopt.io.batches import ArrayReader
+from calopt.io.batches import ArrayReader, Batch
 from calopt.training.loop import run
 
 
@@ -34,9 +34,9 @@ def _problem(X, y, measure, loss="hinge", batch_size=1, backend="numpy"):
 
 
 def _run(algorithm, X, y, measure, *, epochs=2, seed=3, loss="hinge"):
+    """The loop's result: ``state.algorithm`` is the algorithm's state, ``weights`` its model."""
     problem = _problem(X, y, measure, loss)
-    result = run(algorithm, problem, ArrayReader(X, y, problem.xp), epochs=epochs, seed=seed)
-    return result.state
+    return run(algorithm, problem, ArrayReader(X, y, problem.xp), epochs=epochs, seed=seed)
 
 
 def _order(n, epochs, seed):
@@ -124,21 +124,22 @@ def spade_reference(X, y, order, *, measure, step, dual_step, radius=None, gmean
 def test_spade_batch_one_is_the_pointwise_algorithm(measure, radius):
     X, y = _dataset()
     algorithm = calopt.get_algorithm("spade", step=2.0, dual_step=0.7, radius=radius)
-    state = _run(algorithm, X, y, measure, epochs=2, seed=3)
+    result = _run(algorithm, X, y, measure, epochs=2, seed=3)
+    state = result.state.algorithm
     w_avg, b_avg, w, b, alpha, beta = spade_reference(
         X, y, _order(len(y), 2, 3), measure=measure, step=2.0, dual_step=0.7, radius=radius)
     np.testing.assert_allclose(state.w, w, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(state.b, b, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose([float(state.alpha), float(state.beta)], [alpha, beta], atol=1e-12)
-    np.testing.assert_allclose(state.w_avg, w_avg, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(state.b_avg, b_avg, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(result.weights[0], w_avg, rtol=1e-12, atol=1e-12)  # the loop's average part
+    np.testing.assert_allclose(result.weights[1], b_avg, rtol=1e-12, atol=1e-12)
 
 
 def test_spade_gmean_uses_the_reward_offset():
     """G-mean adds ε(t) = t^(-1/4) to the rewards (Theorem 5): batch 1 equals the reference."""
     X, y = _dataset(seed=5)
     algorithm = calopt.get_algorithm("spade", step=1.0, dual_step=0.3)
-    state = _run(algorithm, X, y, "gmean", epochs=1, seed=2)
+    state = _run(algorithm, X, y, "gmean", epochs=1, seed=2).state.algorithm
     _, _, w, b, alpha, beta = spade_reference(
         X, y, _order(len(y), 1, 2), measure="gmean", step=1.0, dual_step=0.3, gmean=True)
     np.testing.assert_allclose([float(state.alpha), float(state.beta)], [alpha, beta], rtol=1e-6)
@@ -155,8 +156,8 @@ def test_spade_minibatch_is_the_mean_of_pointwise_terms():
     algorithm = calopt.get_algorithm("spade", step=1.0, dual_step=0.5)
     problem = _problem(X, y, "qmean", batch_size=8)
     state = algorithm.init(problem)
-    state = algorithm.update(state, X[:3], y[:3], problem)  # move away from w = 0
-    after = algorithm.update(state, X, y, problem)
+    state = algorithm.update(state, Batch(X[:3], y[:3]), problem)  # move away from w = 0
+    after = algorithm.update(state, Batch(X, y), problem)
     p = float(np.mean(y > 0))
     w, b = np.asarray(state.w), float(state.b)
     grads = []
@@ -228,7 +229,7 @@ def test_stamp_batch_one_is_the_pointwise_algorithm(level_kind):
     algorithm = calopt.get_algorithm(
         "stamp", step=1.5, stage_length=5, growth=2.0, level_fraction=0.5, level=level_kind,
         average=False, restart=True)
-    state = _run(algorithm, X, y, "f1", epochs=3, seed=7)
+    state = _run(algorithm, X, y, "f1", epochs=3, seed=7).state.algorithm
     w, b, v = stamp_reference(X, y, _order(len(y), 3, 7), step=1.5, stage_length=5, growth=2.0,
                               level_fraction=0.5, level_kind=level_kind)
     assert state.stage >= 3  # several level updates happened
@@ -253,7 +254,7 @@ def test_amp_levels_are_the_measure_of_each_iterate_and_stop_when_flat():
     result = run(algorithm, problem, ArrayReader(X, y, problem.xp), epochs=30, seed=0,
                  record=lambda info: {})
     levels = [row["level"] for row in result.history]
-    w, b = algorithm.weights(result.state)
+    w, b = result.weights
     predictions = np.where(X @ np.asarray(w) + float(b) > 0, 1, -1)
     from sklearn.metrics import f1_score
 
@@ -283,7 +284,7 @@ def test_plugin_minimises_the_regularised_logistic_objective():
     algorithm = calopt.get_algorithm("plugin", step=1.0, l2=l2)
     problem = _problem(X, y, "f1", loss="logistic", batch_size=8)
     result = run(algorithm, problem, ArrayReader(X, y, problem.xp), epochs=60, seed=0)
-    w, b = algorithm.weights(result.state)
+    w, b = result.weights
 
     def objective(theta):
         margins = y * (X @ theta[:-1] + theta[-1])

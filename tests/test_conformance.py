@@ -165,7 +165,7 @@ def test_algorithm_matches_numpy_on_every_backend(name, backend):
     assert (result.epochs, result.status) == (expected.epochs, expected.status)
     _assert_on_backend(result.state, backend, backend.dtype)
     _assert_same_state(result.state, expected.state, to_numpy=backend.to_numpy, rtol=1e-9, atol=1e-12)
-    w, b = algorithm.weights(result.state)
+    w, b = result.weights
     assert tuple(w.shape) == (N_FEATURES,) and tuple(b.shape) == ()
     for row, want in zip(result.history, expected.history):
         assert row.keys() == want.keys()
@@ -235,8 +235,8 @@ def test_algorithm_keeps_float32(name, backend):
     algorithm, result = _solve(name, backend32.backend, backend32.asarray(X), backend32.asarray(y))
     _assert_on_backend(result.state, backend32, backend32.dtype)
     expected = _numpy_run(name, "float32")
-    w, b = algorithm.weights(result.state)
-    w_ref, b_ref = algorithm.weights(expected.state)
+    w, b = result.weights
+    w_ref, b_ref = expected.weights
     scale = max(1.0, float(np.max(np.abs(w_ref))))
     np.testing.assert_allclose(backend32.to_numpy(w), w_ref, rtol=1e-4, atol=1e-4 * scale)
     assert float(backend32.to_numpy(b)) == pytest.approx(float(b_ref), rel=1e-4, abs=1e-4 * scale)

@@ -71,6 +71,6 @@ def test_reader_serves_csr_rows_of_the_permuted_matrix():
     reader = ArrayReader(X, y, calopt.get_backend("numpy").xp)
     order = np.random.default_rng(7).permutation(50)
     served = list(reader.epoch(16, np.random.default_rng(7)))
-    assert [type(batch) for batch, _ in served] == [CsrRows] * 4
-    np.testing.assert_array_equal(np.vstack([batch.toarray() for batch, _ in served]), X[order].toarray())
-    np.testing.assert_array_equal(np.concatenate([labels for _, labels in served]), y[order])
+    assert [type(batch.X) for batch in served] == [CsrRows] * 4
+    np.testing.assert_array_equal(np.vstack([batch.X.toarray() for batch in served]), X[order].toarray())
+    np.testing.assert_array_equal(np.concatenate([batch.y for batch in served]), y[order])

@@ -22,7 +22,7 @@ import calopt
 from calopt import datasets
 from calopt.algorithms import Problem
 from calopt.io.batches import ArrayReader
-from calopt.training.loop import run
+from calopt.training.loop import Trainer, run
 
 CURVATURE = {"logistic": 0.25, "squared": 2.0, "calibrated-hinge": 0.25}
 
@@ -106,7 +106,7 @@ def train(algorithm, X, y, loss, *, epochs, batch_size, seed=0, callback=None):
 
 
 def theta_of(algorithm, state):
-    w, b = algorithm.weights(state)
+    w, b = Trainer(algorithm).weights(state)
     return np.append(calopt.to_numpy(w), float(calopt.to_numpy(b)))
 
 
@@ -136,7 +136,7 @@ def test_gd_objective_never_increases_and_follows_the_rate():
     assert values[0] == pytest.approx(math.log(2))  # f at w_0 = 0
     assert np.all(np.diff(values) <= 1e-15)
     assert values[-1] < values[0] - 0.1  # it moved
-    M = result.state.smoothness
+    M = result.state.algorithm.smoothness
     k = np.arange(1, len(values))  # values[k] is f(w_k) after k steps
     assert np.all(values[1:] - optimum <= M * (theta_star @ theta_star) / (2 * k) + 1e-12)
 
@@ -152,8 +152,8 @@ def test_smoothness_constant_matches_the_explicit_gram(loss, sparse):
     result = run(algorithm, problem, ArrayReader(data, y, problem.xp), epochs=1, seed=1)
     X_tilde = np.hstack([X, np.ones((len(y), 1))])
     expected = CURVATURE[loss] * np.linalg.eigvalsh(X_tilde.T @ X_tilde / len(y)).max() + 2 * l2
-    assert result.state.smoothness == pytest.approx(expected, rel=1e-12)
-    assert result.state.gram is None  # dropped once M is known
+    assert result.state.algorithm.smoothness == pytest.approx(expected, rel=1e-12)
+    assert result.state.algorithm.gram is None  # dropped once M is known
 
 
 def test_descent_lemma_holds_with_the_computed_constant():
@@ -163,7 +163,7 @@ def test_descent_lemma_holds_with_the_computed_constant():
     l2 = 0.01
     for loss in ("logistic", "squared"):
         algorithm = calopt.get_algorithm("gd", l2=l2)
-        M = train(algorithm, X, y, loss, epochs=1, batch_size=50).state.smoothness
+        M = train(algorithm, X, y, loss, epochs=1, batch_size=50).state.algorithm.smoothness
         for _ in range(200):
             theta = rng.normal(scale=rng.choice([0.1, 1.0, 5.0]), size=X.shape[1] + 1)
             other = theta + rng.normal(scale=rng.choice([0.01, 0.3, 3.0]), size=theta.size)
@@ -189,7 +189,7 @@ def test_gd_does_not_depend_on_the_batching():
     # and one epoch is exactly one step 1/M from w_0 = 0
     one = train(algorithm, X, y, "logistic", epochs=1, batch_size=7)
     _, grad = objective(np.zeros(X.shape[1] + 1), X, y, "logistic", 1e-3)
-    np.testing.assert_allclose(theta_of(algorithm, one.state), -grad / one.state.smoothness,
+    np.testing.assert_allclose(theta_of(algorithm, one.state), -grad / one.state.algorithm.smoothness,
                                rtol=1e-12)
 
 
@@ -237,12 +237,12 @@ def test_sgd_batch_one_is_the_pointwise_update(loss):
     rng = np.random.default_rng(9)
     order = [i for _ in range(3) for i in rng.permutation(len(y))]
     w, b, w_avg, b_avg = sgd_reference(X, y, order, loss=loss, step=0.3, l2=0.01)
-    np.testing.assert_allclose(calopt.to_numpy(state.w), w, rtol=1e-12, atol=1e-13)
-    assert float(state.b) == pytest.approx(b, rel=1e-12, abs=1e-13)
+    np.testing.assert_allclose(calopt.to_numpy(state.algorithm.w), w, rtol=1e-12, atol=1e-13)
+    assert float(state.algorithm.b) == pytest.approx(b, rel=1e-12, abs=1e-13)
     np.testing.assert_allclose(theta_of(algorithm, state), np.append(w_avg, b_avg), rtol=1e-12,
                                atol=1e-13)
     last = calopt.get_algorithm("sgd", step=0.3, l2=0.01, average=False)
-    np.testing.assert_allclose(theta_of(last, state), np.append(w, b), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(theta_of(last, state._replace(parts=())), np.append(w, b), rtol=1e-12, atol=1e-13)
 
 
 def test_averaged_sgd_gets_close_to_the_optimum():
@@ -284,15 +284,15 @@ def test_subgradient_best_iterate_meets_the_paper_bound(l2):
         iterates = [np.zeros(X.shape[1] + 1)]  # w_0; the callback sees w_1, w_2, …
         algorithm = calopt.get_algorithm("subgradient", l2=l2)
         result = train(algorithm, X, y, "hinge", epochs=K, batch_size=64,
-                       callback=lambda info: iterates.append(np.append(info.state.w, info.state.b)))
-        assert result.epochs == K and result.state.k == K
+                       callback=lambda info: iterates.append(np.append(info.state.algorithm.w, info.state.algorithm.b)))
+        assert result.epochs == K and result.state.algorithm.k == K
         scored = iterates[:K]  # w_0 … w_{K−1}: each scored in the pass of its subgradient
         values = [objective(theta, X, y, "hinge", l2)[0] for theta in scored]
         theta = theta_of(algorithm, result.state)
         np.testing.assert_allclose(theta, scored[int(np.argmin(values))], rtol=1e-12, atol=1e-14)
         best = objective(theta, X, y, "hinge", l2)[0]
         assert best == pytest.approx(min(values), rel=1e-12)
-        assert float(result.state.best_objective) == pytest.approx(best, rel=1e-12)
+        assert float(result.state.algorithm.best_objective) == pytest.approx(best, rel=1e-12)
         eta = 1 / math.sqrt(K)
         squared_norms = sum(objective(t, X, y, "hinge", l2)[1] @ objective(t, X, y, "hinge", l2)[1]
                             for t in scored)
@@ -310,11 +310,11 @@ def test_subgradient_iterations_set_the_step_and_stop_the_run():
     assert result.epochs == 25 and result.status == 0
     from_epochs = calopt.get_algorithm("subgradient", step=2.0)
     same = train(from_epochs, X, y, "hinge", epochs=25, batch_size=80)
-    np.testing.assert_allclose(calopt.to_numpy(result.state.w), calopt.to_numpy(same.state.w),
+    np.testing.assert_allclose(calopt.to_numpy(result.state.algorithm.w), calopt.to_numpy(same.state.algorithm.w),
                                rtol=1e-12)
     # the first step is −(η/√K)·g_0 at w_0 = 0
     one = calopt.get_algorithm("subgradient", step=2.0, iterations=25)
-    state = train(one, X, y, "hinge", epochs=1, batch_size=16).state
+    state = train(one, X, y, "hinge", epochs=1, batch_size=16).state.algorithm
     _, g0 = objective(np.zeros(X.shape[1] + 1), X, y, "hinge", 1e-6)
     np.testing.assert_allclose(np.append(state.w, state.b), -2.0 / 5.0 * g0, rtol=1e-12)
     problem = make_problem(X, y, "hinge", 16, epochs=None)
@@ -402,12 +402,12 @@ def test_wide_data_use_the_trace_bound_and_still_descend(monkeypatch, sparse):
     data = scipy.sparse.csr_matrix(X) if sparse else X
     problem = make_problem(X, y, "logistic", batch_size=17)
     exact = run(calopt.get_algorithm("gd", l2=l2), problem, ArrayReader(data, y, problem.xp),
-                epochs=1, seed=1).state.smoothness
+                epochs=1, seed=1).state.algorithm.smoothness
     monkeypatch.setattr(erm, "GRAM_MAX_FEATURES", 4)
     result = run(calopt.get_algorithm("gd", l2=l2), problem, ArrayReader(data, y, problem.xp),
                  epochs=40, seed=1)
     expected = 0.25 * np.mean(np.sum(X * X, axis=1) + 1) + 2 * l2
-    assert result.state.smoothness == pytest.approx(expected, rel=1e-12)
-    assert result.state.smoothness >= exact
+    assert result.state.algorithm.smoothness == pytest.approx(expected, rel=1e-12)
+    assert result.state.algorithm.smoothness >= exact
     values = np.array([row["objective"] for row in result.history])
     assert np.all(np.diff(values) <= 1e-15) and values[-1] < values[0] - 0.01

@@ -26,7 +26,7 @@ from calopt.algorithms import Problem
 from calopt.errors import CaloptError, ModelFileError, ParameterError
 from calopt.models.linear import LinearModel
 from calopt.io.batches import ArrayReader
-from calopt.training.loop import run
+from calopt.training.loop import Trainer, run
 from calopt_cli.app import app
 
 # φ'(z) of the losses, written independently of plugins/calopt_losses.
@@ -45,10 +45,15 @@ def _dataset(n=40, d=3, seed=0, scale=1.0):
     return X, y
 
 
-def _problem(X, y, loss="logistic", batch_size=1, backend="numpy"):
+def _problem(X, y, loss="logistic", batch_size=1, backend="numpy", max_weight=1.0):
     b = calopt.get_backend(backend)
     return Problem(b.xp, b.dtype, b.device, X.shape[0], X.shape[1], float(np.mean(y > 0)),
-                   calopt.get_measure("f1"), calopt.get_loss(loss), batch_size)
+                   calopt.get_measure("f1"), calopt.get_loss(loss), batch_size, max_weight=max_weight)
+
+
+def _average(result):
+    """θ̂, the mean the loop's averaging part keeps."""
+    return result.state.parts[0].mean[0]
 
 
 def _batches(n, batch_size, epochs, seed):
@@ -121,9 +126,9 @@ def test_batch_one_is_the_pointwise_algorithm(loss, temperature, backend):
                  epochs=3, seed=5)
     theta_avg, theta = mirror_reference(X, y, _batches(40, 1, 3, 5), radius=2.0, loss=loss,
                                         temperature=temperature)
-    np.testing.assert_allclose(backend.to_numpy(result.state.theta_avg), theta_avg, rtol=1e-10, atol=1e-13)
-    np.testing.assert_allclose(backend.to_numpy(result.state.theta), theta, rtol=1e-10, atol=1e-13)
-    w, b = algorithm.weights(result.state)
+    np.testing.assert_allclose(backend.to_numpy(_average(result)), theta_avg, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(backend.to_numpy(result.state.algorithm.theta), theta, rtol=1e-10, atol=1e-13)
+    w, b = result.weights
     w_ref, b_ref = _signed_weights(theta_avg, 3)
     np.testing.assert_allclose(backend.to_numpy(w), w_ref, rtol=1e-10, atol=1e-13)
     assert float(backend.to_numpy(b)) == pytest.approx(b_ref, rel=1e-10, abs=1e-13)
@@ -134,17 +139,18 @@ def test_batch_one_is_the_pointwise_algorithm(loss, temperature, backend):
     (True, None, 3.0, "adaptive", (1.0, 1.0)), (False, None, 1.0, "adaptive", (0.5, 2.5)),
     (True, 0.7, 1.0, "adaptive", (1.0, 1.0))])
 def test_minibatch_is_the_mean_of_pointwise_gradients(signed, beta0, scale, temperature, weights):
-    """Batch 7 (the last batch of each epoch shorter); data beyond [−1, 1] raise K."""
+    """Batch 7 (the last batch of each epoch shorter); data beyond [−1, 1] raise K; class
+    weights given as sample weights weigh each point's loss (and L by the largest)."""
     X, y = _dataset(n=40, d=3, seed=1, scale=scale)
     algorithm = calopt.get_algorithm("mirror-descent", radius=1.5, signed=signed, beta0=beta0,
-                                     temperature=temperature, negative_weight=weights[0],
-                                     positive_weight=weights[1])
-    problem = _problem(X, y, batch_size=7)
-    result = run(algorithm, problem, ArrayReader(X, y, problem.xp), epochs=2, seed=2)
+                                     temperature=temperature)
+    problem = _problem(X, y, batch_size=7, max_weight=max(weights))
+    row_weights = None if weights == (1.0, 1.0) else np.where(y > 0, weights[1], weights[0])
+    result = run(algorithm, problem, ArrayReader(X, y, problem.xp, weight=row_weights), epochs=2, seed=2)
     theta_avg, _ = mirror_reference(X, y, _batches(40, 7, 2, 2), radius=1.5, signed=signed, beta0=beta0,
                                     temperature=temperature, weights=weights)
-    np.testing.assert_allclose(result.state.theta_avg, theta_avg, rtol=1e-10, atol=1e-13)
-    assert float(result.state.bound) == pytest.approx(max(1.0, np.abs(X).max()))
+    np.testing.assert_allclose(_average(result), theta_avg, rtol=1e-10, atol=1e-13)
+    assert float(result.state.algorithm.bound) == pytest.approx(max(1.0, np.abs(X).max()))
 
 
 def test_sparse_data_give_the_dense_result():
@@ -154,7 +160,7 @@ def test_sparse_data_give_the_dense_result():
     problem = _problem(X, y, batch_size=8)
     dense = run(algorithm, problem, ArrayReader(X, y, problem.xp), epochs=2, seed=0)
     sparse = run(algorithm, problem, ArrayReader(scipy.sparse.csr_matrix(X), y, problem.xp), epochs=2, seed=0)
-    np.testing.assert_allclose(sparse.state.theta_avg, dense.state.theta_avg, rtol=1e-12)
+    np.testing.assert_allclose(_average(sparse), _average(dense), rtol=1e-12)
 
 
 @pytest.mark.parametrize("beta0", [None, 1e-9])
@@ -164,17 +170,18 @@ def test_theta_stays_on_the_scaled_simplex(beta0):
     radius = 7.0
     algorithm = calopt.get_algorithm("mirror-descent", radius=radius, beta0=beta0)
     problem = _problem(X, y, loss="exponential" if beta0 is None else "logistic", batch_size=4)
-    state = algorithm.init(problem)
-    np.testing.assert_allclose(state.theta, radius / 12)  # θ₀ = λ/M
-    for X_batch, y_batch in ArrayReader(X, y, problem.xp).epoch(4, np.random.default_rng(0)):
-        state = algorithm.update(state, X_batch, y_batch, problem)
-        for theta in (state.theta, state.theta_avg):
+    trainer = Trainer(algorithm)
+    state = trainer.init(problem)
+    np.testing.assert_allclose(state.algorithm.theta, radius / 12)  # θ₀ = λ/M
+    for batch in ArrayReader(X, y, problem.xp).epoch(4, np.random.default_rng(0)):
+        state = trainer.update(state, batch, problem)
+        for theta in (state.algorithm.theta, state.parts[0].mean[0]):
             assert np.all(np.isfinite(theta)) and np.all(theta >= 0)
             assert float(np.sum(theta)) == pytest.approx(radius, rel=1e-12)
-    w, b = algorithm.weights(state)
+    w, b = trainer.weights(state)
     assert float(np.sum(np.abs(w)) + abs(b)) <= radius * (1 + 1e-12)
     if beta0 is not None:  # near-zero temperature: θ_t is a vertex of the simplex
-        assert float(np.max(state.theta)) == pytest.approx(radius)
+        assert float(np.max(state.algorithm.theta)) == pytest.approx(radius)
 
 
 def _exact_risk(w, b, radius):
@@ -208,8 +215,8 @@ def test_excess_risk_is_within_the_theorem_bound_and_shrinks(temperature):
             y = X[:, 0].copy()
             problem = _problem(X, y)
             result = run(algorithm, problem, ArrayReader(X, y, problem.xp), epochs=1, seed=seed)
-            assert result.state.t == t
-            w, b = algorithm.weights(result.state)
+            assert result.state.algorithm.t == t
+            w, b = result.weights
             excess.append(_exact_risk(np.asarray(w), float(b), radius) - best)
         gap = float(np.mean(excess))
         bound = 2 * lipschitz * radius * math.sqrt(math.log(m)) * math.sqrt(t + 1) / t

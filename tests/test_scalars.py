@@ -77,6 +77,6 @@ def test_a_measure_without_float_projection_keeps_arrays():
     arrays = _spade_run(ArrayOnly(), X, y)
     assert seen and all(xp is NP for xp in seen)
     floats = _spade_run(gmean, X, y)  # the same run through FLOATS
-    np.testing.assert_allclose(floats.state.w, arrays.state.w, rtol=1e-12)
-    assert float(floats.state.alpha) == pytest.approx(float(arrays.state.alpha), rel=1e-12)
-    assert floats.state.alpha.dtype == NP.float64 and floats.state.alpha.shape == ()
+    np.testing.assert_allclose(floats.state.algorithm.w, arrays.state.algorithm.w, rtol=1e-12)
+    assert float(floats.state.algorithm.alpha) == pytest.approx(float(arrays.state.algorithm.alpha), rel=1e-12)
+    assert floats.state.algorithm.alpha.dtype == NP.float64 and floats.state.algorithm.alpha.shape == ()

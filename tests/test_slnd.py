@@ -13,7 +13,7 @@ import pytest
 import calopt
 from calopt.algorithms import Problem
 from calopt.errors import ParameterError
-from calopt.io.batches import ArrayReader
+from calopt.io.batches import ArrayReader, Batch
 from calopt.training.loop import run
 from calopt_algorithms.slnd import Slnd, SlndBatch, default_rank, preconditioner
 
@@ -142,7 +142,7 @@ def test_full_rank_exact_hessian_takes_newton_preconditioned_steps(loss):
         margins = y * (X_tilde @ w)
         g = X_tilde.T @ (y * np.asarray(F.derivative(margins, xp=NP)))  # Σ_i y F'(y wᵀx̃) x̃
         w = w - eta * np.linalg.solve(H, g)
-    np.testing.assert_allclose(np.asarray(result.state.W)[0], w, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(result.state.algorithm.W)[0], w, rtol=1e-9, atol=1e-12)
 
 
 # -- batch size 1 = the pointwise algorithm, per class ------------------------------------
@@ -203,9 +203,9 @@ def test_batch_size_one_is_the_pointwise_algorithm_per_class(rank, sample, preco
     result = run(algorithm, problem, reader, epochs=2, seed=4)
     expected, mean = slnd_reference(X, labels, n_classes=3, rank=rank, sample=sample, step=2.0, epochs=2,
                                     seed=4, prepare_seed=11, precondition=precondition)
-    np.testing.assert_allclose(np.asarray(result.state.W), expected, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(result.state.W_avg), mean, rtol=1e-9, atol=1e-12)
-    coef, intercept = algorithm.weights(result.state)  # average=True by default: the mean
+    np.testing.assert_allclose(np.asarray(result.state.algorithm.W), expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(result.state.parts[0].mean[0]), mean, rtol=1e-9, atol=1e-12)  # the loop's average
+    coef, intercept = result.weights  # average=True by default: the mean
     np.testing.assert_allclose(np.asarray(coef), mean[:, :d].T, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(np.asarray(intercept), mean[:, d], rtol=1e-9, atol=1e-12)
 
@@ -220,8 +220,8 @@ def test_batch_size_one_is_the_pointwise_algorithm_on_binary_data(n_positive):
     result = run(algorithm, problem, algorithm.prepare(problem, X, y, seed=0), epochs=2, seed=6)
     expected, _ = slnd_reference(X, np.where(y > 0, 0, 1), n_classes=1, rank=4, sample=120, step=4.0,
                                  epochs=2, seed=6, prepare_seed=0)
-    np.testing.assert_allclose(np.asarray(result.state.W), expected, rtol=1e-9, atol=1e-12)
-    w, b = algorithm.weights(result.state)  # average=False: the last iterate, eq. 11
+    np.testing.assert_allclose(np.asarray(result.state.algorithm.W), expected, rtol=1e-9, atol=1e-12)
+    w, b = result.weights  # average=False: the last iterate, eq. 11
     assert w.shape == (3,) and b.shape == ()
     np.testing.assert_allclose(np.asarray(w), expected[0, :3], rtol=1e-9, atol=1e-12)
     assert float(b) == pytest.approx(expected[0, 3], rel=1e-9, abs=1e-12)
@@ -234,8 +234,8 @@ def test_mini_batches_add_up_the_pointwise_steps_of_a_batch():
     problem = _problem(90, 3, batch_size=1000, n_classes=3)
     members = np.where(labels[None, :] == np.arange(3)[:, None], 1.0, -1.0)
     reader = algorithm.prepare(problem, X, members, seed=0)
-    (batch, y), = list(reader.epoch(1000, np.random.default_rng(1)))
-    state = algorithm.update(algorithm.init(problem), batch, y, problem)
+    (batch, y, _), = list(reader.epoch(1000, np.random.default_rng(1)))
+    state = algorithm.update(algorithm.init(problem), Batch(batch, y), problem)
     expected = np.zeros((3, 4))
     for c in range(3):
         for row, x_star, label in zip(np.asarray(batch.x[c]), np.asarray(batch.x_star[c]), np.asarray(y[c])):

@@ -1,16 +1,17 @@
 """Readers: what serves the training loop its mini-batches.
 
 A reader has ``epoch(batch_size, rng)``, the shuffled mini-batches of one pass, and
-``full()``, all the data (for once-per-epoch evaluation and batch algorithms).
-:class:`ArrayReader` serves arrays already on the backend, or a scipy CSR matrix on
-NumPy; a reader of files larger than memory implements the same two methods.
+``full()``, all the data (for once-per-epoch evaluation and batch algorithms), each a
+:class:`Batch` of features, labels and optional sample weights. :class:`ArrayReader`
+serves arrays already on the backend, or a scipy CSR matrix on NumPy; a reader of files
+larger than memory implements the same two methods.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -22,20 +23,34 @@ try:  # the C++ loops behind scipy's X[rows] and X.toarray(), without their chec
 except ImportError:  # pragma: no cover - a SciPy that moved them: its public routes instead
     csr_row_index = csr_todense = None
 
-__all__ = ["ArrayReader", "BatchReader"]
+__all__ = ["ArrayReader", "Batch", "BatchReader"]
 
 Array = Any
+
+
+class Batch(NamedTuple):
+    """Rows an algorithm updates on: features, labels ±1, and sample weights.
+
+    ``X`` is a backend array (B, d), a sparse batch on NumPy (:class:`calopt.io.csr.CsrRows`
+    or scipy CSR), or what an algorithm's own reader serves; ``y`` is (B,) or (C, B)
+    one-vs-rest; ``weight`` is (B,) (or like ``y``) with mean 1 over the training data,
+    None when every row weighs 1, so unweighted training pays nothing for weights.
+    """
+
+    X: Array
+    y: Array
+    weight: Array | None = None
 
 
 class BatchReader(Protocol):
     n_samples: int
     n_features: int
 
-    def epoch(self, batch_size: int, rng: np.random.Generator | None) -> Iterator[tuple[Array, Array]]:
+    def epoch(self, batch_size: int, rng: np.random.Generator | None) -> Iterator[Batch]:
         """The mini-batches of one pass, shuffled by ``rng`` (in order when None)."""
 
-    def full(self) -> tuple[Array, Array]:
-        """All the data as one (X, y) pair."""
+    def full(self) -> Batch:
+        """All the data as one batch."""
 
 
 @dataclass
@@ -58,6 +73,8 @@ class ArrayReader:
     y: Array
     xp: Any
     device: Any = None
+    #: Sample weights (n,) on the backend, mean 1; None: every row weighs 1.
+    weight: Array | None = None
 
     def __post_init__(self) -> None:
         if not is_sparse(self.X):
@@ -79,28 +96,28 @@ class ArrayReader:
     def n_features(self) -> int:
         return int(self.X.shape[1])
 
-    def epoch(self, batch_size: int, rng: np.random.Generator | None) -> Iterator[tuple[Array, Array]]:
-        X, y, order = self.X, self.y, None
+    def epoch(self, batch_size: int, rng: np.random.Generator | None) -> Iterator[Batch]:
+        xp, X, y, weight, order = self.xp, self.X, self.y, self.weight, None
         if rng is not None:
             order = rng.permutation(self.n_samples)
-            if is_sparse(X):
-                y = self.xp.take(y, self.xp.asarray(order, device=self.device), axis=0)
-            else:
-                index = self.xp.asarray(order, device=self.device)
-                if batch_size >= GATHER_BATCH_ROWS or _nbytes(X, self.xp) >= BATCH_GATHER_BYTES:
-                    yield from _gathered_batches(X, y, index, batch_size, self.xp)
-                    return
-                X, y = self.xp.take(X, index, axis=0), self.xp.take(y, index, axis=0)
+            index = xp.asarray(order, device=self.device)
+            if not is_sparse(X) and (batch_size >= GATHER_BATCH_ROWS or _nbytes(X, xp) >= BATCH_GATHER_BYTES):
+                yield from _gathered_batches(X, y, weight, index, batch_size, xp)
+                return
+            y = xp.take(y, index, axis=0)
+            weight = None if weight is None else xp.take(weight, index, axis=0)
+            if not is_sparse(X):
+                X = xp.take(X, index, axis=0)
         if is_sparse(X):
-            yield from _sparse_batches(X, y, batch_size, order)
+            yield from _sparse_batches(X, y, weight, batch_size, order)
             return
         n = self.n_samples
         for start in range(0, n, batch_size):
             stop = min(start + batch_size, n)  # the standard leaves out-of-bounds stops undefined
-            yield X[start:stop, :], y[start:stop]
+            yield Batch(X[start:stop, :], y[start:stop], None if weight is None else weight[start:stop])
 
-    def full(self) -> tuple[Array, Array]:
-        return self.X, self.y
+    def full(self) -> Batch:
+        return Batch(self.X, self.y, self.weight)
 
 
 #: Dense data of at least this many bytes are gathered batch by batch (one ``take`` of the
@@ -121,13 +138,14 @@ def _nbytes(X: Array, xp: Any) -> int:
 
 
 def _gathered_batches(
-    X: Array, y: Array, index: Array, batch_size: int, xp: Any
-) -> Iterator[tuple[Array, Array]]:
-    """The rows ``index[start:stop]`` of X and y, one batch at a time (dense X)."""
+    X: Array, y: Array, weight: Array | None, index: Array, batch_size: int, xp: Any
+) -> Iterator[Batch]:
+    """The rows ``index[start:stop]`` of X, y and the weights, one batch at a time (dense X)."""
     n = int(X.shape[0])
     for start in range(0, n, batch_size):
         rows = index[start:min(start + batch_size, n)]
-        yield xp.take(X, rows, axis=0), xp.take(y, rows, axis=0)
+        yield Batch(xp.take(X, rows, axis=0), xp.take(y, rows, axis=0),
+                    None if weight is None else xp.take(weight, rows, axis=0))
 
 
 #: Nonzeros per cell from which a CSR matrix is trained on as a dense array. A reader
@@ -145,11 +163,11 @@ DENSE_BATCH_DENSITY = 0.05
 
 
 def _sparse_batches(
-    X: Any, y: Array, batch_size: int, order: np.ndarray | None = None
-) -> Iterator[tuple[Any, Array]]:
+    X: Any, y: Array, weight: Array | None, batch_size: int, order: np.ndarray | None = None
+) -> Iterator[Batch]:
     """Consecutive row slices of a CSR matrix (NumPy only), or of its rows ``order`` when
-    given (y already in that order): CsrRows, or without scipy's loops dense when dense
-    enough, else scipy CSR matrices."""
+    given (y and the weights already in that order): CsrRows, or without scipy's loops
+    dense when dense enough, else scipy CSR matrices."""
     n, d = X.shape
     data, indices, indptr = (X.data, X.indices, X.indptr) if order is None else _csr_rows(X, order)
     fast = fast_products(data, indices, indptr)
@@ -157,13 +175,14 @@ def _sparse_batches(
     for start in range(0, n, batch_size):
         stop = min(start + batch_size, n)
         if dense:
-            yield _dense_rows(data, indices, indptr[start:stop + 1], d), y[start:stop]
+            rows = _dense_rows(data, indices, indptr[start:stop + 1], d)
         elif fast:
-            yield CsrRows(data, indices, indptr[start:stop + 1], d), y[start:stop]
+            rows = CsrRows(data, indices, indptr[start:stop + 1], d)
         else:
             first, last = indptr[start], indptr[stop]
-            yield type(X)((data[first:last], indices[first:last], indptr[start:stop + 1] - first),
-                          shape=(stop - start, d)), y[start:stop]
+            rows = type(X)((data[first:last], indices[first:last], indptr[start:stop + 1] - first),
+                           shape=(stop - start, d))
+        yield Batch(rows, y[start:stop], None if weight is None else weight[start:stop])
 
 
 def _csr_rows(X: Any, order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

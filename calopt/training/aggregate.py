@@ -9,9 +9,10 @@ log-odds by a multiple of its score), and with λ = 1 each vertex of Θ is one m
 that scale, so the least risk over Θ is never above the best single model's. The loss
 is weighted per class by the measure's gradient at the best model
 (:func:`measure_weights`), and the scales are for that weighted loss. The weights
-θ ≥ 0 with Σθ = λ (``radius``) are learnt by the registered
-``mirror-descent`` algorithm with ``signed=False`` (the models are already oriented),
-run by the one training loop over the matrix of base predictions. Each base predictor
+θ ≥ 0 with Σθ = λ (``radius``) are learnt by the algorithm a plugin declares for
+aggregation (the built-in: mirror descent with ``signed=False``, the models being
+already oriented), run by the training pipeline over the matrix of base predictions,
+the class weights given as sample weights. Each base predictor
 is linear, so the aggregate Σθ_i h_i(x) is linear too: the result is an ordinary
 :class:`~calopt.models.linear.LinearModel` with ``coef = Σθ_i w_i/s_i`` and
 ``intercept = Σθ_i b_i/s_i − threshold``, the threshold tuned for the measure on the
@@ -27,21 +28,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-
 from scipy.optimize import minimize_scalar
 
 from calopt import registry
 from calopt.algorithms import Problem
 from calopt.backends import get_backend, to_numpy
 from calopt.errors import DataError, ModelFileError, ParameterError
-from calopt.io.batches import ArrayReader
 from calopt.io.labels import encode_like
+from calopt.losses import Loss
+from calopt.measures import Measure
 from calopt.models.linear import LinearModel
-from calopt.training.loop import EpochRecord, run
+from calopt.training.pipeline import BinaryTask, prepare, train
 from calopt.training.threshold import best_threshold
 from calopt.version import __version__
 
-__all__ = ["BATCH_SIZE", "RADIUS", "aggregate", "load_models", "measure_weights", "risk_slope"]
+__all__ = ["BATCH_SIZE", "RADIUS", "AggregationTask", "aggregate", "load_models", "measure_weights", "risk_slope"]
+
+Array = Any
 
 Models = Mapping[str, LinearModel] | Sequence[LinearModel | str | os.PathLike]
 #: Default mini-batch size. An update costs O(batch·M) with M the (few) models, and the
@@ -142,6 +145,20 @@ def risk_slope(u: np.ndarray, y: np.ndarray, loss: Any, weights: np.ndarray | No
                                     options={"xatol": 1e-8}).x)
 
 
+class AggregationTask(BinaryTask):
+    """The binary task of the pipeline, whose history also records the weighted loss on the aggregation data."""
+
+    def __init__(self, H: Array, y: Array, weight: Array, y_host: np.ndarray, measure: Measure, loss: Loss,
+                 tune_threshold: bool, xp: Any):
+        super().__init__(measure, (H, y_host, None), (H, y, None), None, tune_threshold, xp)
+        self.H, self.y, self.weight, self.loss = H, y, weight, loss
+
+    def record(self, w: Array, b: Array) -> dict[str, float]:
+        xp = self.xp
+        loss = float(xp.mean(self.weight * self.loss.value(self.y * (self.H @ w + b), xp=xp)))
+        return {**super().record(w, b), "loss": loss}
+
+
 def aggregate(
     models: Models,
     X: Any,
@@ -149,12 +166,11 @@ def aggregate(
     *,
     radius: float = RADIUS,
     measure: Any = None,
+    algorithm: Any = None,
     loss: Any = "logistic",
     epochs: int = 10,
     batch_size: int | None = None,
     seed: int = 0,
-    beta0: float | None = None,
-    temperature: str = "adaptive",
     weighting: str = "measure",
     tune_threshold: bool = True,
 ) -> LinearModel:
@@ -164,10 +180,13 @@ def aggregate(
     the same features and classes. ``measure`` (default: the models' common measure)
     tunes the threshold of the result; ``loss`` is the convex φ of
     Q(θ, (x, y)) = w_y·φ(y·θᵀH(x)), with class weights w_y from the measure
-    (``weighting="measure"``, :func:`measure_weights`) or 1 (``"none"``).
-    ``temperature`` and ``beta0`` are mirror descent's (``"adaptive"`` by default);
-    ``batch_size`` defaults to :data:`BATCH_SIZE`.
-    The result's ``options["aggregate"]`` records the models, their scales and θ̂.
+    (``weighting="measure"``, :func:`measure_weights`) or 1 (``"none"``), given to the
+    algorithm as sample weights. ``algorithm`` (a spec or object) learns θ; by default
+    the one a plugin declared for aggregation (mirror descent with averaging), with its
+    ``radius`` parameter set to ``radius``. ``batch_size`` defaults to :data:`BATCH_SIZE`.
+    This is the training pipeline (:func:`calopt.training.pipeline.train`) on the
+    matrix of base predictions. The result's ``options["aggregate"]`` records the
+    models, their scales and θ̂.
     """
     named = load_models(models)
     names, bases = list(named), list(named.values())
@@ -179,10 +198,10 @@ def aggregate(
                 "give the measure to aggregate for")
         measure = measures.pop()
     measure, loss = registry.get_measure(measure), registry.get_loss(loss)
-    if not (isinstance(epochs, int) and epochs >= 1):
-        raise ParameterError(f"epochs must be a whole number ≥ 1, got {epochs!r}")
-    if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
-        raise ParameterError(f"batch size must be a whole number ≥ 1, got {batch_size!r}")
+    algorithm = registry.get_algorithm(algorithm or registry.default_algorithm(measure, "aggregate"), radius=radius)
+    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            raise ParameterError(f"{name} must be a whole number ≥ 1, got {value!r}")
     if weighting not in ("measure", "none"):
         raise ParameterError(f"weighting must be 'measure' or 'none', got {weighting!r}")
     if X.shape[1] != bases[0].n_features:
@@ -202,58 +221,42 @@ def aggregate(
         positive_weight, negative_weight, anchor = measure_weights(scores, y_pm, measure)
     else:
         positive_weight, negative_weight, anchor = 1.0, 1.0, None
+    # mean 1 over the rows by construction (measure_weights), so used as they are
     row_weights = np.where(y_pm > 0, positive_weight, negative_weight)
     scales = scales / np.array([risk_slope(scores[:, j] / scales[j], y_pm, loss, row_weights)
                                 for j in range(len(bases))])
     predictions = scores / scales  # H(x): each model at its φ-risk-optimal scale
 
     backend = get_backend("numpy")
-    xp = backend.xp
-    algorithm = registry.get_algorithm("mirror-descent", radius=radius, beta0=beta0, temperature=temperature,
-                              signed=False, positive_weight=positive_weight, negative_weight=negative_weight)
+    data = prepare(predictions, y_pm, backend, scale=False, weight=row_weights)
     n = int(y_pm.size)
-    problem = Problem(xp, backend.dtype, backend.device, n, len(bases), float(np.mean(y_pm > 0)),
-                      measure, loss, batch_size or BATCH_SIZE)
-    algorithm.check_problem(problem)
-    H, y_dev, w_dev = backend.asarray(predictions), backend.asarray(y_pm), backend.asarray(row_weights)
-    record_seconds = 0.0
-
-    def record(info: EpochRecord) -> dict[str, float]:
-        nonlocal record_seconds
-        begun = time.perf_counter()
-        theta, _ = info.weights
-        row = {"loss": float(xp.mean(w_dev * loss.value(y_dev * (H @ theta), xp=xp)))}
-        record_seconds += time.perf_counter() - begun
-        return row
-
-    result = run(algorithm, problem, ArrayReader(H, y_dev, xp, backend.device),
-                 epochs=epochs, seed=seed, record=record)
-    theta = to_numpy(algorithm.weights(result.state)[0]).astype(np.float64)
-    threshold = 0.0
-    if tune_threshold:
-        threshold, _ = best_threshold(predictions @ theta, y_pm, measure)
+    problem = Problem(backend.xp, backend.dtype, backend.device, n, len(bases), float(np.mean(y_pm > 0)),
+                      measure, loss, batch_size or BATCH_SIZE, epochs,
+                      max_weight=max(positive_weight, negative_weight))
+    task = AggregationTask(data.X, data.y, data.rows_weight(), y_pm, measure, loss, tune_threshold, backend.xp)
+    trained = train(data, algorithm, problem, task, seed=seed, run_options={}, started=started)
+    theta = trained.w
     weights = theta / scales
     coef = sum(weight * model.coef for weight, model in zip(weights, bases))
     intercept = float(sum(weight * model.intercept for weight, model in zip(weights, bases)))
-    fit_seconds = time.perf_counter() - started - record_seconds
     return LinearModel(
         coef=np.asarray(coef, dtype=np.float64),
-        intercept=intercept - threshold,
+        intercept=intercept - trained.threshold,
         classes=tuple(bases[0].classes),
         measure=measure.spec,
-        algorithm=algorithm.spec,
+        algorithm=trained.algorithm.spec,
         loss=loss.spec,
-        threshold=threshold,
-        options={"epochs": result.epochs, "batch_size": problem.batch_size, "seed": seed,
+        threshold=trained.threshold,
+        options={"epochs": trained.result.epochs, "batch_size": problem.batch_size, "seed": seed,
                  "backend": backend.name, "dtype": backend.dtype_name,
-                 "tune_threshold": tune_threshold, "algorithm_params": algorithm.params,
+                 "tune_threshold": tune_threshold, "algorithm_params": trained.algorithm.params,
                  "aggregate": {"models": names, "scales": scales.tolist(), "theta": theta.tolist(),
                                "weighting": weighting, "class_weights": [negative_weight, positive_weight],
                                "anchor": None if anchor is None else names[anchor],
                                "base_algorithms": [model.algorithm for model in bases]}},
-        history=result.history,
-        fit_seconds=fit_seconds,
-        status=result.status,
-        message=result.message,
+        history=trained.result.history,
+        fit_seconds=trained.seconds,
+        status=trained.result.status,
+        message=trained.result.message,
         version=__version__,
     )

@@ -36,13 +36,15 @@ from calopt import registry
 from calopt.backends import Backend, is_sparse, to_numpy
 from calopt.errors import ModelFileError, ParameterError, TrainingInterrupted
 from calopt.models.archive import load_archive, save_archive
-from calopt.training.loop import INTERRUPTED, LoopResult, run
+from calopt.training.loop import INTERRUPTED, LoopResult, Trainer, run
 from calopt.version import __version__
 
 __all__ = ["FORMAT_VERSION", "Checkpoint", "checked_resume", "data_fingerprint", "run_resumable"]
 
 FORMAT = "calopt-checkpoint"
-FORMAT_VERSION = 1
+#: 2: the state of the algorithm and of its shared parts (averages), and sample weights in
+#: the fingerprint; a version-1 checkpoint cannot be resumed.
+FORMAT_VERSION = 2
 #: Rows of the training data hashed into its fingerprint (evenly spaced).
 _FINGERPRINT_ROWS = 1000
 
@@ -124,8 +126,9 @@ def _checksum(arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def data_fingerprint(X: Any, y: np.ndarray, backend: Backend, scale: np.ndarray | None = None) -> dict[str, Any]:
-    """Shape and a SHA-256 of evenly spaced rows of ``X``, all labels ``y`` and the scaling.
+def data_fingerprint(X: Any, y: np.ndarray, backend: Backend, scale: np.ndarray | None = None,
+                     weight: np.ndarray | None = None) -> dict[str, Any]:
+    """Shape and a SHA-256 of evenly spaced rows of ``X``, all labels ``y``, the scaling and the sample weights.
 
     Cheap for any size (at most 1000 rows leave the device) and enough to tell a
     different training file from the one a checkpoint was written for.
@@ -141,6 +144,8 @@ def data_fingerprint(X: Any, y: np.ndarray, backend: Backend, scale: np.ndarray 
     digest.update(np.ascontiguousarray(y, dtype=np.float64).tobytes())
     if scale is not None:
         digest.update(np.ascontiguousarray(scale, dtype=np.float64).tobytes())
+    if weight is not None:
+        digest.update(np.ascontiguousarray(weight, dtype=np.float64).tobytes())
     return {"shape": [n, d], "sha256": digest.hexdigest()}
 
 
@@ -212,7 +217,7 @@ class Checkpoint:
     def position(self, template: Any, backend: Backend) -> Any:
         """The loop position to pass as ``run(..., resume=...)``, arrays on ``backend``.
 
-        ``template`` is a fresh ``algorithm.init(problem)``: it gives the NamedTuple
+        ``template`` is a fresh ``Trainer(algorithm).init(problem)``: it gives the NamedTuple
         types, and a field mismatch is a clear error rather than a wrong resume.
         """
         state = _decode(self.state, template, self.arrays, backend, self.source)
@@ -258,6 +263,9 @@ class Checkpoint:
         """Read a checkpoint written by :meth:`save`; any problem is a one-line ModelFileError."""
         path = Path(path)
         arrays, metadata = load_archive(path, format=FORMAT, version=FORMAT_VERSION, checksum=_checksum)
+        if metadata.get("format_version") != FORMAT_VERSION:
+            raise ModelFileError(f"{path}: checkpoint format version {metadata.get('format_version')} was written "
+                                 f"by an older calopt and cannot be resumed by this one; train again")
         try:
             return cls(
                 algorithm=str(metadata["algorithm"]["name"]),
@@ -326,7 +334,7 @@ def run_resumable(
 
     result = run(algorithm, problem, reader, epochs=epochs, seed=seed, record=record, callback=callback,
                  interrupt=interrupt,
-                 resume=None if resume is None else resume.position(algorithm.init(problem), backend),
+                 resume=None if resume is None else resume.position(Trainer(algorithm).init(problem), backend),
                  checkpoint=None if write is None else lambda at: write(capture(at)),
                  checkpoint_every=checkpoint_every or 0)
     if result.status != INTERRUPTED:

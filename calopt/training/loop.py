@@ -2,9 +2,12 @@
 
 Data reach the loop through a reader (:mod:`calopt.io.batches`): ``epoch(batch_size,
 rng)`` yields the shuffled mini-batches of one pass and ``full()`` returns all the data.
-The loop owns epochs, shuffling, timing, history, callbacks, checkpoints and stopping;
-algorithms only ``update`` on one mini-batch (see :mod:`calopt.algorithms`).
-Host/device synchronisation happens once per epoch, in the record step.
+The loop owns epochs, shuffling, timing, history, callbacks, checkpoints and stopping,
+and the parts algorithms share (iterate averaging, projection onto a ball): a
+:class:`Trainer` composes an algorithm with its :meth:`~calopt.algorithms.Algorithm.parts`.
+Algorithms only ``update`` on one mini-batch (see :mod:`calopt.algorithms`).
+Host/device synchronisation happens once per epoch, in the finiteness check and the
+record step.
 
 An ``interrupt`` flag is checked after every batch: when it is set the loop stops with
 status INTERRUPTED and returns its position (epoch, batch, the generator's state at the
@@ -24,14 +27,74 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from calopt.algorithms import Algorithm, Problem
-from calopt.io.batches import BatchReader
+from calopt.io.batches import Batch, BatchReader
 
-__all__ = ["CALLBACK", "CONVERGED", "INTERRUPTED", "MAXITER", "NONFINITE", "EpochRecord", "LoopResult", "run"]
+__all__ = ["CALLBACK", "CONVERGED", "INTERRUPTED", "MAXITER", "NONFINITE", "EpochRecord", "LoopResult", "Trainer",
+           "TrainerState", "run"]
 
 Array = Any
 
 #: Status codes of a finished loop (SciPy style); INTERRUPTED: stopped mid-run, resumable.
 CONVERGED, MAXITER, CALLBACK, INTERRUPTED, NONFINITE = 0, 1, 2, 3, -1
+
+
+class TrainerState(NamedTuple):
+    """The state of an algorithm and of each of its shared parts."""
+
+    algorithm: Any
+    parts: tuple
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """An algorithm composed with its shared parts: what the loop runs.
+
+    After each ``update`` of the algorithm, each part transforms the iterate in turn
+    (a projection returns a new iterate, an average keeps its running mean); the model
+    is the algorithm's linear model of the last part's output.
+    """
+
+    algorithm: Algorithm
+
+    @property
+    def parts(self) -> tuple[Any, ...]:
+        return self.algorithm.parts()
+
+    def init(self, problem: Problem) -> TrainerState:
+        state = self.algorithm.init(problem)
+        params = self.algorithm.iterate(state)
+        return TrainerState(state, tuple(part.init(params, problem) for part in self.parts))
+
+    def update(self, state: TrainerState, batch: Batch, problem: Problem) -> TrainerState:
+        algorithm = self.algorithm
+        inner = algorithm.update(state.algorithm, batch, problem)
+        parts = self.parts
+        if not parts:
+            return TrainerState(inner, ())
+        previous, params = algorithm.iterate(state.algorithm), algorithm.iterate(inner)
+        changed, part_states = params, []
+        for part, part_state in zip(parts, state.parts):
+            changed, part_state = part.update(previous, changed, part_state, problem)
+            part_states.append(part_state)
+        if changed is not params:
+            inner = algorithm.with_iterate(inner, changed)
+        return TrainerState(inner, tuple(part_states))
+
+    def end_epoch(self, state: TrainerState, data: Batch, problem: Problem) -> TrainerState:
+        return state._replace(algorithm=self.algorithm.end_epoch(state.algorithm, data, problem))
+
+    def weights(self, state: TrainerState) -> tuple[Any, Any]:
+        """The model ``(w, b)`` of a state: the last part's output (the average), as linear weights."""
+        params = self.algorithm.output(state.algorithm)
+        for part, part_state in zip(self.parts, state.parts):
+            params = part.output(params, part_state)
+        return self.algorithm.linear(params)
+
+    def converged(self, state: TrainerState) -> bool:
+        return self.algorithm.converged(state.algorithm)
+
+    def describe_state(self, state: TrainerState) -> dict[str, Any]:
+        return self.algorithm.describe_state(state.algorithm)
 
 
 class EpochRecord(NamedTuple):
@@ -62,6 +125,8 @@ class LoopResult:
     rng_state: dict | None = None
     #: The state at the start of that epoch (mid-epoch only): the fallback of a divergence.
     epoch_start_state: Any = None
+    #: The model ``(w, b)`` of ``state`` (backend arrays).
+    weights: tuple[Array, Array] | None = None
 
 
 # Overflow and NaN are the loop's to catch (status NONFINITE, the last finite state kept),
@@ -84,8 +149,9 @@ def run(
     checkpoint: Callable[[LoopResult], None] | None = None,
     checkpoint_every: int = 0,
 ) -> LoopResult:
-    """Run ``algorithm`` for ``epochs`` passes over ``reader``.
+    """Run ``algorithm`` (composed with its parts, :class:`Trainer`) for ``epochs`` passes over ``reader``.
 
+    States are :class:`TrainerState`; the result's ``weights`` are the model of its state.
     ``record(epoch_record)`` returns the numbers to store in the history (it runs
     outside the timed part); ``callback(epoch_record)`` may raise ``StopIteration``
     to stop cleanly. A non-finite model stops the loop with status NONFINITE and
@@ -96,6 +162,7 @@ def run(
     called every ``checkpoint_every`` completed epochs while the loop goes on.
     """
     xp = problem.xp
+    trainer = Trainer(algorithm)
     rng = np.random.default_rng(seed)
     history: list[dict[str, float]] = []
     seconds, skip, epoch_start_state = 0.0, 0, None
@@ -106,7 +173,7 @@ def run(
     if rng_state is not None:
         rng.bit_generator.state = rng_state
     if state is None:
-        state = algorithm.init(problem)
+        state = trainer.init(problem)
     status, message = MAXITER, f"stopped after {epochs} epochs"
     epoch = start_epoch
     while epoch < epochs:
@@ -115,18 +182,17 @@ def run(
         epoch_rng_state, epoch_start_state = rng.bit_generator.state, None
         batches = itertools.islice(reader.epoch(problem.batch_size, rng), skip, None)
         done, skip = skip, 0
-        for X_batch, y_batch in batches:
-            state = algorithm.update(state, X_batch, y_batch, problem)
+        for batch in batches:
+            state = trainer.update(state, batch, problem)
             done += 1
             if interrupt is not None and interrupt():
                 seconds += time.perf_counter() - started
                 return LoopResult(state, epoch, seconds, INTERRUPTED,
                                   f"interrupted in epoch {epoch + 1} after batch {done}",
-                                  history, done, epoch_rng_state, previous)
-        X_all, y_all = reader.full()
-        state = algorithm.end_epoch(state, X_all, y_all, problem)
-        w, b = algorithm.weights(state)
-        finite = bool(xp.all(xp.isfinite(w))) and bool(xp.all(xp.isfinite(b)))  # the epoch's sync
+                                  history, done, epoch_rng_state, previous, trainer.weights(state))
+        state = trainer.end_epoch(state, reader.full(), problem)
+        w, b = trainer.weights(state)
+        finite = bool(xp.all(xp.isfinite(w)) & xp.all(xp.isfinite(b)))  # the epoch's one sync
         seconds += time.perf_counter() - started
         epoch += 1
         if not finite:
@@ -137,7 +203,7 @@ def run(
         row: dict[str, float] = {"epoch": epoch, "seconds": seconds}
         if record is not None:
             row.update(record(info))
-        row.update({k: float(v) for k, v in algorithm.describe_state(state).items()})
+        row.update({k: float(v) for k, v in trainer.describe_state(state).items()})
         history.append(row)
         if callback is not None:
             try:
@@ -145,10 +211,10 @@ def run(
             except StopIteration:
                 status, message = CALLBACK, f"stopped by the callback after epoch {epoch}"
                 break
-        if algorithm.converged(state):
+        if trainer.converged(state):
             status, message = CONVERGED, f"converged after {epoch} epochs"
             break
         if checkpoint is not None and checkpoint_every and epoch % checkpoint_every == 0 and epoch < epochs:
             checkpoint(LoopResult(state, epoch, seconds, INTERRUPTED, f"checkpoint after epoch {epoch}",
                                   list(history), 0, rng.bit_generator.state))
-    return LoopResult(state, epoch, seconds, status, message, history)
+    return LoopResult(state, epoch, seconds, status, message, history, weights=trainer.weights(state))

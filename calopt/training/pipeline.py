@@ -47,8 +47,8 @@ from calopt.training.selection import choose_settings, stratified_split, take_ro
 from calopt.training.threshold import best_threshold
 from calopt.version import __version__
 
-__all__ = ["Prepared", "Trained", "default_batch_size", "fit", "fit_multiclass", "prepare", "resolve_backend",
-           "train"]
+__all__ = ["BinaryTask", "MulticlassTask", "Prepared", "Trained", "default_batch_size", "fit", "fit_multiclass",
+           "prepare", "resolve_backend", "sample_weights", "train"]
 
 Array = Any
 Callback = Callable[[EpochRecord], None]
@@ -78,7 +78,8 @@ class Prepared:
 
     ``y_host`` is (n,) for one binary problem or (C, n) one-vs-rest; ``scale`` (host,
     float64) divides each feature (ones when unscaled) and is folded into the model;
-    ``raw`` is the caller's X, untouched.
+    ``weight`` holds the sample weights (host, mean 1; None: all 1); ``raw`` is the
+    caller's X, untouched.
     """
 
     X: Any
@@ -87,17 +88,40 @@ class Prepared:
     scale: np.ndarray
     backend: Backend
     raw: Any = None
+    weight: np.ndarray | None = None
 
     def with_labels(self, y_host: np.ndarray) -> Prepared:
         """The same features with other labels (one class of a one-vs-rest problem)."""
         return dataclasses.replace(self, y_host=y_host, y=self.backend.asarray(y_host))
 
+    def rows_weight(self, rows: np.ndarray | None = None) -> Array | None:
+        """The sample weights of ``rows`` on the backend, rescaled to mean 1 (all rows: as they are)."""
+        if self.weight is None:
+            return None
+        weight = self.weight if rows is None else self.weight[rows] / np.mean(self.weight[rows])
+        return self.backend.asarray(weight)
 
-def prepare(X: Any, y_pm: np.ndarray, backend: Backend, scale: bool | np.ndarray) -> Prepared:
+
+def sample_weights(sample_weight: Any, n: int) -> np.ndarray | None:
+    """``sample_weight`` as float64 weights of mean 1 (None stays None); bad ones are a ParameterError."""
+    if sample_weight is None:
+        return None
+    weight = np.asarray(to_numpy(sample_weight), dtype=np.float64)
+    if weight.shape != (n,):
+        raise ParameterError(f"sample_weight has shape {weight.shape}; the data have {n} rows")
+    if not (np.all(np.isfinite(weight)) and np.all(weight >= 0)):
+        raise ParameterError("sample_weight must hold finite numbers ≥ 0")
+    if not np.sum(weight) > 0:
+        raise ParameterError("sample_weight is 0 for every row")
+    return weight * (n / np.sum(weight))
+
+
+def prepare(X: Any, y_pm: np.ndarray, backend: Backend, scale: bool | np.ndarray,
+            weight: np.ndarray | None = None) -> Prepared:
     """``X`` on the backend (scipy.sparse stays sparse on NumPy), scaled by its column max-abs.
 
     ``scale`` is True (compute the scaling from X), False (none), or the scaling of the
-    training data to apply to evaluation data.
+    training data to apply to evaluation data; ``weight`` the sample weights (mean 1).
     """
     raw = X
     if is_sparse(X) and backend.name == "numpy":
@@ -119,7 +143,7 @@ def prepare(X: Any, y_pm: np.ndarray, backend: Backend, scale: bool | np.ndarray
             X = (X @ scipy.sparse.diags(1.0 / factors)).tocsr().astype(X.dtype)
         else:
             X = X / backend.asarray(factors)
-    return Prepared(X, y_pm, backend.asarray(y_pm), factors, backend, raw)
+    return Prepared(X, y_pm, backend.asarray(y_pm), factors, backend, raw, weight)
 
 
 # -- 2-4. settings, the loop, the threshold ---------------------------------------------------
@@ -137,11 +161,16 @@ class Trained:
     reader: Any  #: what served the loop (SLND's reports its rank)
 
 
-class _BinaryTask:
-    """Threshold and history of a binary problem: the measure at the tuned threshold."""
+class BinaryTask:
+    """Threshold and history of a binary problem: the measure at the tuned threshold.
 
-    def __init__(self, measure: Measure, tune: tuple[Any, np.ndarray], train: tuple[Any, Array],
-                 evaluation: tuple[Any, Array] | None, tune_threshold: bool, xp: Any):
+    ``tune`` is (X, host labels, host weights or None), ``train`` and ``evaluation``
+    are (X, device labels, device weights or None).
+    """
+
+    def __init__(self, measure: Measure, tune: tuple[Any, np.ndarray, np.ndarray | None],
+                 train: tuple[Any, Array, Array | None], evaluation: tuple[Any, Array, Array | None] | None,
+                 tune_threshold: bool, xp: Any):
         self.measure, self.tune, self.train, self.evaluation = measure, tune, train, evaluation
         self.tune_threshold, self.xp = tune_threshold, xp
 
@@ -149,14 +178,15 @@ class _BinaryTask:
         """The decision threshold for (w, b): tuned for the measure, or 0."""
         if not self.tune_threshold:
             return 0.0
-        X, y = self.tune
-        return best_threshold(to_numpy(X @ w + b), y, self.measure)[0]
+        X, y, weight = self.tune
+        return best_threshold(to_numpy(X @ w + b), y, self.measure, weight)[0]
 
-    def _value(self, w: Array, b: Array, X: Any, y: Array) -> float:
+    def _value(self, w: Array, b: Array, X: Any, y: Array, weight: Array | None) -> float:
         xp = self.xp
         scores = X @ w + b
         predictions = xp.where(scores > 0, xp.ones_like(y), -xp.ones_like(y))
-        return float(self.measure.from_counts(*confusion_counts(y, predictions, xp=xp, dtype=y.dtype), xp=xp))
+        counts = confusion_counts(y, predictions, xp=xp, dtype=y.dtype, weight=weight)
+        return float(self.measure.from_counts(*counts, xp=xp))
 
     def record(self, w: Array, b: Array) -> dict[str, float]:
         """The measure on the training (and test) data at this epoch's tuned threshold."""
@@ -167,11 +197,11 @@ class _BinaryTask:
         return row
 
 
-class _MulticlassTask:
+class MulticlassTask:
     """History of classes trained together: top-1 accuracy of the argmax (no threshold)."""
 
     def __init__(self, train: tuple[Any, Array], evaluation: tuple[Any, Array] | None, backend: Backend):
-        self.train, self.evaluation, self.backend = train, evaluation, backend
+        self.train, self.evaluation, self.backend = train, evaluation, backend  # (X, codes)
 
     def threshold(self, w: Array, b: Array) -> float:
         return 0.0
@@ -204,14 +234,15 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
     all_rows = kept is None or kept.size == data.y_host.shape[-1]
     train_X, train_y = (data.X, data.y) if all_rows else (take_rows(data.X, kept, backend),
                                                           backend.asarray(data.y_host[kept]))
+    train_weight = data.rows_weight(None if all_rows else kept)
     algorithm.check_problem(problem)
-    fingerprint = functools.cache(lambda: data_fingerprint(data.X, data.y_host, backend, data.scale))
+    fingerprint = functools.cache(lambda: data_fingerprint(data.X, data.y_host, backend, data.scale, data.weight))
     if resume is not None:  # the settings chosen by the interrupted run
         resume.check(run_options, fingerprint())
         algorithm = resume.make_algorithm()
     elif data.y_host.ndim == 1:
         rows = np.arange(data.y_host.size) if kept is None else kept
-        algorithm = choose_settings(algorithm, problem, data.X, data.y_host, rows, seed, backend)
+        algorithm = choose_settings(algorithm, problem, data.X, data.y_host, rows, seed, backend, data.weight)
     record_seconds = 0.0
 
     def record(info: EpochRecord) -> dict[str, float]:
@@ -221,12 +252,12 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
         record_seconds += time.perf_counter() - begun
         return row
 
-    reader = algorithm.prepare(problem, train_X, train_y, seed=seed)
+    reader = algorithm.prepare(problem, train_X, train_y, weight=train_weight, seed=seed)
     result = run_resumable(algorithm, problem, reader, epochs=problem.epochs, seed=seed, backend=backend,
                            options=run_options, fingerprint=fingerprint, record=record, callback=callback,
                            checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                            interrupt=interrupt)
-    w, b = algorithm.weights(result.state)
+    w, b = result.weights
     threshold = task.threshold(w, b)
     b_host = to_numpy(b).astype(np.float64)
     seconds = time.perf_counter() - started - record_seconds + (resume.seconds if resume else 0.0)
@@ -251,6 +282,7 @@ def fit(
     scale: bool = True,
     tune_threshold: bool = True,
     positive: Any = None,
+    sample_weight: Any = None,
     eval_set: tuple[Any, Any] | None = None,
     callback: Callback | None = None,
     checkpoint: str | os.PathLike | Callable[[Checkpoint], None] | None = None,
@@ -267,7 +299,9 @@ def fit(
     :class:`~calopt.models.linear.MulticlassModel`. ``measure``, ``algorithm`` and
     ``loss`` are names with optional parameters (``"fbeta:beta=2"``) or component
     objects. ``backend`` (``numpy``, ``array-api-strict``, ``torch``, ``cupy``) defaults
-    to X's own; ``dtype`` is float64 except on the GPU (float32).
+    to X's own; ``dtype`` is float64 except on the GPU (float32). ``sample_weight`` (n,)
+    weighs each row in the losses, rewards and rates (TPR, TNR) the solvers and the
+    threshold use; weights are rescaled to mean 1, so only their ratios matter.
     ``eval_set=(X_test, y_test)`` adds the test value of each epoch to the history. The
     model's ``history`` has one row per epoch (``train`` and ``test`` at the threshold
     tuned as for the final model, so the last row is the model's own values) and
@@ -288,8 +322,9 @@ def fit(
                                  f"the training labels have {np.unique(labels).size} classes")
         return fit_multiclass(X, labels, algorithm=algorithm, loss=loss, measure=measure, backend=backend,
                               dtype=dtype, device=device, epochs=epochs, batch_size=batch_size, seed=seed,
-                              scale=scale, eval_set=eval_set, callback=callback, checkpoint=checkpoint,
-                              checkpoint_every=checkpoint_every, resume=resume, interrupt=interrupt)
+                              scale=scale, sample_weight=sample_weight, eval_set=eval_set, callback=callback,
+                              checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                              interrupt=interrupt)
     measure = registry.get_measure(measure)
     algorithm = registry.get_algorithm(algorithm or registry.default_algorithm(measure))
     loss = registry.get_loss(loss or registry.default_loss(algorithm))
@@ -300,10 +335,11 @@ def fit(
     resolved = resolve_backend(X, backend, dtype, device)
     if X.shape[0] != y_pm.shape[0]:
         raise ParameterError(f"X has {X.shape[0]} rows but y has {y_pm.shape[0]} labels")
+    weight = sample_weights(sample_weight, y_pm.size)
     eval_labels = None if eval_set is None else encode_like(to_numpy(eval_set[1]), classes,
                                                             source="evaluation labels")
     started = time.perf_counter()
-    data = prepare(X, y_pm, resolved, scale)
+    data = prepare(X, y_pm, resolved, scale, weight)
     evaluation = None if eval_set is None else prepare(eval_set[0], eval_labels, resolved, data.scale)
     return _fit_binary(data, classes, measure, algorithm, loss, evaluation, epochs=epochs,
                        batch_size=batch_size, seed=seed, scale=scale, tune_threshold=tune_threshold,
@@ -315,21 +351,26 @@ def _fit_binary(data: Prepared, classes: tuple[Any, Any], measure: Measure, algo
                 evaluation: Prepared | None, *, epochs: int, batch_size: int | None, seed: int, scale: bool,
                 tune_threshold: bool, started: float, **run: Any) -> LinearModel:
     """The binary configuration of the pipeline on prepared data (labels ±1, classes known)."""
-    backend, y_pm = data.backend, data.y_host
+    backend, y_pm, weight = data.backend, data.y_host, data.weight
     kept, held = np.arange(y_pm.size), np.arange(0)
     if algorithm.holdout > 0:
         kept, held = stratified_split(y_pm, algorithm.holdout, seed)
-    tune_X = data.X if held.size == 0 else take_rows(data.X, kept, backend)
+    train_X = data.X if held.size == 0 else take_rows(data.X, kept, backend)
     train_y = data.y if held.size == 0 else backend.asarray(y_pm[kept])
+    train_weight = None if weight is None else weight[kept]
     if held.size:
-        tune = (take_rows(data.X, held, backend), y_pm[held])
+        tune = (take_rows(data.X, held, backend), y_pm[held], None if weight is None else weight[held])
     else:
-        tune = (tune_X, y_pm[kept])
+        tune = (train_X, y_pm[kept], train_weight)
+    positive = y_pm[kept] > 0
+    positive_rate = float(np.mean(positive) if weight is None else
+                          np.sum(train_weight[positive]) / np.sum(train_weight))
     problem = Problem(backend.xp, backend.dtype, backend.device, int(kept.size), int(data.X.shape[1]),
-                      float(np.mean(y_pm[kept] > 0)), measure, loss,
-                      batch_size or default_batch_size(int(kept.size)), epochs)
-    task = _BinaryTask(measure, tune, (tune_X, train_y),
-                       None if evaluation is None else (evaluation.X, evaluation.y), tune_threshold, backend.xp)
+                      positive_rate, measure, loss, batch_size or default_batch_size(int(kept.size)), epochs,
+                      max_weight=1.0 if weight is None else float(np.max(train_weight) / np.mean(train_weight)))
+    task = BinaryTask(measure, tune, (train_X, train_y, data.rows_weight(kept if held.size else None)),
+                       None if evaluation is None else (evaluation.X, evaluation.y, None), tune_threshold,
+                       backend.xp)
     run_options = {"measure": measure.spec, "algorithm": algorithm.spec, "loss": loss.spec,
                    "epochs": epochs, "batch_size": problem.batch_size, "seed": seed,
                    "backend": backend.name, "dtype": backend.dtype_name, "scale": scale,
@@ -372,6 +413,7 @@ def fit_multiclass(
     batch_size: int | None = None,
     seed: int = 0,
     scale: bool = True,
+    sample_weight: Any = None,
     eval_set: tuple[Any, Any] | None = None,
     callback: Callback | None = None,
     checkpoint: str | os.PathLike | None = None,
@@ -416,7 +458,7 @@ def fit_multiclass(
     eval_codes = None if eval_set is None else encode_among(to_numpy(eval_set[1]), classes,
                                                             source="evaluation labels")
     members = codes[None, :] == np.arange(C)[:, None]
-    data = prepare(X, np.where(members, 1.0, -1.0), resolved, scale)
+    data = prepare(X, np.where(members, 1.0, -1.0), resolved, scale, sample_weights(sample_weight, codes.size))
     # what a resumed run must repeat; "classes" tells a multiclass checkpoint from a binary one
     options = {"classes": list(classes), "one_vs_rest": "together" if algorithm.multiclass else "per class",
                "measure": measure.spec, "algorithm": algorithm.spec, "loss": loss.spec, "epochs": epochs,
@@ -441,7 +483,7 @@ def fit_multiclass(
     if eval_set is not None:
         eval_data = prepare(eval_set[0], eval_codes, resolved, data.scale)
         evaluation = (eval_data.X, resolved.xp.asarray(eval_codes, device=resolved.device))
-    task = _MulticlassTask((data.X, device_codes), evaluation, resolved)
+    task = MulticlassTask((data.X, device_codes), evaluation, resolved)
     trained = train(data, algorithm, problem, task, seed=seed, run_options=options, started=started, **run)
     return MulticlassModel(
         coef=trained.w / data.scale[:, None],

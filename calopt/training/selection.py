@@ -48,39 +48,42 @@ def take_rows(X: Any, index: np.ndarray, backend: Backend) -> Any:
 
 
 def choose_settings(algorithm: Algorithm, problem: Problem, X: Any, y: np.ndarray, kept: np.ndarray,
-                    seed: int, backend: Backend) -> Algorithm:
+                    seed: int, backend: Backend, weight: np.ndarray | None = None) -> Algorithm:
     """``algorithm`` with each unset tunable parameter filled by a one-pass trial of its candidates.
 
     ``X`` holds the training rows on the backend (``kept`` indexes those the weights may
-    see) and ``y`` their ±1 labels on the host. A candidate whose trial diverges is
-    skipped; when all do, the first candidate is kept.
+    see), ``y`` their ±1 labels and ``weight`` their sample weights (or None) on the host.
+    A candidate whose trial diverges is skipped; when all do, the first candidate is kept.
     """
     for tunable in algorithm.tunables:
         if getattr(algorithm, tunable.name) is not None:
             continue
-        algorithm = _trial(algorithm, tunable.name, tunable.candidates, problem, X, y, kept, seed, backend)
+        algorithm = _trial(algorithm, tunable.name, tunable.candidates, problem, X, y, weight, kept, seed,
+                           backend)
     return algorithm
 
 
 def _trial(algorithm: Algorithm, name: str, candidates: tuple[Any, ...], problem: Problem, X: Any,
-           y: np.ndarray, kept: np.ndarray, seed: int, backend: Backend) -> Algorithm:
+           y: np.ndarray, weight: np.ndarray | None, kept: np.ndarray, seed: int, backend: Backend) -> Algorithm:
     fit_part, check_part = stratified_split(y[kept], 0.2, seed + 1)
     rng = np.random.default_rng(seed + 2)
     fit_part = kept[np.sort(rng.permutation(fit_part)[:TRIAL_ROWS])]
     check_part = kept[np.sort(rng.permutation(check_part)[:TRIAL_ROWS])]
     X_fit, y_fit = take_rows(X, fit_part, backend), backend.asarray(y[fit_part])
+    w_fit = None if weight is None else backend.asarray(weight[fit_part] / np.mean(weight[fit_part]))
+    w_check = None if weight is None else weight[check_part]
     X_check = take_rows(X, check_part, backend)
     trial_problem = problem._replace(n_samples=int(fit_part.size), epochs=1,
                                      batch_size=min(problem.batch_size, max(1, fit_part.size // 50)))
     best, best_value = None, -np.inf
     for value in candidates:
         candidate = dataclasses.replace(algorithm, **{name: value})
-        result = run(candidate, trial_problem, ArrayReader(X_fit, y_fit, problem.xp, backend.device),
+        result = run(candidate, trial_problem, ArrayReader(X_fit, y_fit, problem.xp, backend.device, w_fit),
                      epochs=1, seed=seed)
         if result.status < 0:
             continue
-        w, b = candidate.weights(result.state)
-        _, score = best_threshold(to_numpy(X_check @ w + b), y[check_part], problem.measure)
+        w, b = result.weights
+        _, score = best_threshold(to_numpy(X_check @ w + b), y[check_part], problem.measure, w_check)
         if score > best_value:
             best, best_value = candidate, score
     return best if best is not None else dataclasses.replace(algorithm, **{name: candidates[0]})

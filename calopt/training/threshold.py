@@ -16,17 +16,24 @@ __all__ = ["best_threshold"]
 _NUMPY = get_backend("numpy")
 
 
-def best_threshold(scores: np.ndarray, y: np.ndarray, measure: Measure) -> tuple[float, float]:
+def best_threshold(scores: np.ndarray, y: np.ndarray, measure: Measure,
+                   weight: np.ndarray | None = None) -> tuple[float, float]:
     """The threshold on ``scores`` that maximises ``measure`` for labels ``y`` (±1), and its value.
 
     Every cut between distinct sorted scores is evaluated at once from cumulative
-    confusion counts; the threshold is the midpoint of the best cut.
+    confusion counts (sums of the sample ``weight`` when given); the threshold is the
+    midpoint of the best cut.
     """
     scores = np.asarray(scores, dtype=np.float64)
     order = np.argsort(-scores, kind="stable")
     sorted_scores, positive = scores[order], np.asarray(y)[order] > 0
-    tp = np.concatenate([[0.0], np.cumsum(positive, dtype=np.float64)])
-    fp = np.arange(scores.size + 1, dtype=np.float64) - tp
+    if weight is None:
+        tp = np.concatenate([[0.0], np.cumsum(positive, dtype=np.float64)])
+        fp = np.arange(scores.size + 1, dtype=np.float64) - tp
+    else:
+        weight = np.asarray(weight, dtype=np.float64)[order]
+        tp = np.concatenate([[0.0], np.cumsum(np.where(positive, weight, 0.0))])
+        fp = np.concatenate([[0.0], np.cumsum(np.where(positive, 0.0, weight))])
     n_pos, n_neg = tp[-1], fp[-1]
     # a cut after position k is valid where the k-th and (k+1)-th scores differ
     valid = np.ones(scores.size + 1, dtype=bool)

@@ -16,9 +16,13 @@ from typing import Any, ClassVar, NamedTuple
 
 from calopt.algorithms import (
     Algorithm,
+    AverageState,
+    BallProjection,
+    Batch,
+    IterateAverage,
+    Part,
     Problem,
     Tunable,
-    project_ball,
     reward_terms,
     step_size,
     weighted_reward_gradient,
@@ -27,6 +31,8 @@ from calopt.measures import PseudoLinearMeasure, safe_divide
 
 Array = Any
 _LEVELS = ("zero-one", "reward")
+#: The running mean of each model stage's iterates (the shared part, restarted every stage).
+_STAGE_MEAN = IterateAverage()
 
 
 @functools.lru_cache(maxsize=64)
@@ -36,24 +42,26 @@ def _valuation(measure: PseudoLinearMeasure, p: float) -> tuple[float, float, fl
     return a1 / b0, a2 / b0, b1 / b0, b2 / b0
 
 
-def _rate_sums(w: Array, b: Array, X: Array, y: Array, problem: Problem, level_kind: str) -> tuple:
-    """Sums over the batch of the per-class rewards and counts: (Σ₊ r, n₊, Σ₋ r, n₋)."""
+def _rate_sums(w: Array, b: Array, batch: Batch, problem: Problem, level_kind: str) -> tuple:
+    """Sums over the batch of the per-class rewards and counts (weights): (Σ₊ r, n₊, Σ₋ r, n₋)."""
     xp = problem.xp
+    X, y, weight = batch
     if level_kind == "reward":
-        reward, _ = reward_terms(w, b, X, y, problem.loss, xp=xp)
+        reward, _ = reward_terms(w, b, X, y, problem.loss, xp=xp, weight=weight)
     else:
         scores = X @ w + b
         reward = xp.astype(xp.where(y > 0, scores > 0, scores <= 0), problem.dtype)
+        reward = reward if weight is None else reward * weight
     # With y ∈ {−1, +1}: Σ₊ r = (Σ r + Σ y·r)/2, n₊ = (n + Σ y)/2 and likewise for the
     # negatives, from dot products (xp.sum costs several times more on a small batch).
-    ones = y * y
-    reward_sum, reward_signed, label_sum = reward @ ones, reward @ y, y @ ones
-    batch = y.shape[0]
+    ones = y * y if weight is None else weight
+    reward_sum, reward_signed, label_sum = reward @ (y * y), reward @ y, y @ ones
+    size = y.shape[0] if weight is None else ones @ (y * y)
     return (
         (reward_sum + reward_signed) * 0.5,
-        (label_sum + batch) * 0.5,
+        (label_sum + size) * 0.5,
         (reward_sum - reward_signed) * 0.5,
-        (batch - label_sum) * 0.5,
+        (size - label_sum) * 0.5,
     )
 
 
@@ -89,19 +97,18 @@ class _AltMax(Algorithm):
     def describe_state(self, state: NamedTuple) -> dict[str, Array]:
         return {"level": state.level}
 
-    def _ascent(
-        self, w: Array, b: Array, level: Array, t: int, X: Array, y: Array, problem: Problem
-    ) -> tuple[Array, Array]:
-        """One stochastic ascent step on V(·, level) (STAMP, Algorithm 3, step 7)."""
+    def _ascent(self, w: Array, b: Array, level: Array, t: int, batch: Batch, problem: Problem) -> tuple[Array, Array]:
+        """One stochastic ascent step on V(·, level) (STAMP, Algorithm 3, step 7), without the projection."""
         xp = problem.xp
+        X, y, weight = batch
         alpha, beta, gamma, delta = _valuation(problem.measure, problem.positive_rate)
-        _, dr_ds = reward_terms(w, b, X, y, problem.loss, xp=xp, value=False)
+        _, dr_ds = reward_terms(w, b, X, y, problem.loss, xp=xp, value=False, weight=weight)
         eta = step_size(self.step if self.step is not None else 1.0, t)
         grad_w, grad_b = weighted_reward_gradient(
             X, y, dr_ds, alpha - level * gamma, beta - level * delta, problem.positive_rate,
             xp=xp, scale=eta,
         )  # η_t folded into the weights
-        return project_ball(w + grad_w, b + grad_b, self.radius, xp=xp)
+        return w + grad_w, b + grad_b
 
 
 class StampState(NamedTuple):
@@ -115,9 +122,7 @@ class StampState(NamedTuple):
     w_stage: Array  #: the model w_e whose level is being estimated
     b_stage: Array
     sums: tuple  #: (Σ₊ r, n₊, Σ₋ r, n₋) over the level stage so far
-    w_avg: Array  #: mean of the iterates of the current model stage
-    b_avg: Array
-    steps: int  #: ascent steps in the current model stage
+    stage_mean: AverageState  #: the mean of the iterates of the current model stage
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,40 +157,43 @@ class Stamp(_AltMax):
 
     def init(self, problem: Problem) -> StampState:
         w, b, zero = problem.zeros(problem.n_features), problem.scalar(0.0), problem.scalar(0.0)
-        return StampState(w, b, zero, 0, 0, 0, 0, w, b, (zero, zero, zero, zero), w, b, 0)
+        return StampState(w, b, zero, 0, 0, 0, 0, w, b, (zero, zero, zero, zero), _STAGE_MEAN.init((w, b)))
 
-    def update(self, state: StampState, X: Array, y: Array, problem: Problem) -> StampState:
-        batch = y.shape[0]
+    def update(self, state: StampState, batch: Batch, problem: Problem) -> StampState:
+        size = batch.y.shape[0]
         if state.phase == 0:  # model optimisation stage (steps 4-10)
             t = state.t + 1
-            w, b = self._ascent(state.w, state.b, state.level, t, X, y, problem)
-            steps = state.steps + 1
-            w_avg = state.w_avg + (w - state.w_avg) / steps
-            b_avg = state.b_avg + (b - state.b_avg) / steps
-            seen = state.seen + batch
+            w, b = self._ascent(state.w, state.b, state.level, t, batch, problem)
+            if self.radius is not None:
+                w, b = BallProjection(self.radius)((w, b), problem.xp)
+            stage_mean = _STAGE_MEAN.add(state.stage_mean, (w, b))
+            seen = state.seen + size
             if seen < self._model_length(state.stage):  # (a new tuple: cheaper than _replace)
                 return StampState(w, b, state.level, state.stage, 0, seen, t, state.w_stage,
-                                  state.b_stage, state.sums, w_avg, b_avg, steps)
+                                  state.b_stage, state.sums, stage_mean)
             zero = problem.scalar(0.0)
-            stage_w, stage_b = (w_avg, b_avg) if self.average else (w, b)
-            return state._replace(
-                w=w, b=b, t=t, phase=1, seen=0, w_stage=stage_w, b_stage=stage_b,
-                sums=(zero,) * 4, w_avg=w_avg, b_avg=b_avg, steps=steps,
-            )
+            stage_w, stage_b = stage_mean.mean if self.average else (w, b)
+            return state._replace(w=w, b=b, t=t, phase=1, seen=0, w_stage=stage_w, b_stage=stage_b,
+                                  sums=(zero,) * 4, stage_mean=stage_mean)
         # challenge-level estimation stage on fresh points (steps 11-18)
-        batch_sums = _rate_sums(state.w_stage, state.b_stage, X, y, problem, self.level)
+        batch_sums = _rate_sums(state.w_stage, state.b_stage, batch, problem, self.level)
         sums = tuple(old + new for old, new in zip(state.sums, batch_sums))
-        seen = state.seen + batch
+        seen = state.seen + size
         if seen < max(1, math.ceil(self.level_fraction * self._model_length(state.stage))):
             return state._replace(sums=sums, seen=seen)
         level = _level_from_sums(sums, state.level, problem)
         return state._replace(level=level, stage=state.stage + 1, phase=0, seen=0,
                               t=0 if self.restart else state.t, sums=sums,
-                              w_avg=state.w, b_avg=state.b, steps=0)
+                              stage_mean=_STAGE_MEAN.init((state.w, state.b)))
 
-    def weights(self, state: StampState) -> tuple[Array, Array]:
-        if self.average and state.steps > 0:
-            return state.w_avg, state.b_avg
+    def output(self, state: StampState) -> tuple[Array, Array]:
+        """The model: the mean of the current stage's iterates (with ``average``), else the last one.
+
+        The projection and the stage averages are STAMP's own (the stage model w_e is
+        the average, and each stage restarts it), so the loop has no parts to apply.
+        """
+        if self.average and state.stage_mean.count > 0:
+            return state.stage_mean.mean
         return state.w, state.b
 
 
@@ -218,16 +226,20 @@ class Amp(_AltMax):
         return AmpState(problem.zeros(problem.n_features), problem.scalar(0.0),
                         problem.scalar(0.0), 0, 0, math.inf)
 
-    def update(self, state: AmpState, X: Array, y: Array, problem: Problem) -> AmpState:
+    def parts(self) -> tuple[Part, ...]:
+        """The ball W, when ``radius`` is set."""
+        return (BallProjection(self.radius),) if self.radius is not None else ()
+
+    def update(self, state: AmpState, batch: Batch, problem: Problem) -> AmpState:
         t = state.t + 1
-        w, b = self._ascent(state.w, state.b, state.level, t, X, y, problem)
+        w, b = self._ascent(state.w, state.b, state.level, t, batch, problem)
         return state._replace(w=w, b=b, t=t)
 
-    def end_epoch(self, state: AmpState, X: Array, y: Array, problem: Problem) -> AmpState:
+    def end_epoch(self, state: AmpState, data: Batch, problem: Problem) -> AmpState:
         epochs = state.epochs + 1
         if epochs % self.inner_epochs:
             return state._replace(epochs=epochs)
-        sums = _rate_sums(state.w, state.b, X, y, problem, self.level)
+        sums = _rate_sums(state.w, state.b, data, problem, self.level)
         level = _level_from_sums(sums, state.level, problem)
         gain = float(level - state.level)  # once per outer step: the stopping rule
         return state._replace(level=level, t=0, epochs=epochs, gain=gain)

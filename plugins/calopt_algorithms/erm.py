@@ -17,33 +17,42 @@ import dataclasses
 import math
 from typing import Any, ClassVar, NamedTuple
 
-from calopt.algorithms import Algorithm, Problem, Tunable, step_size
+import numpy as np
+
+from calopt.algorithms import Algorithm, Batch, IterateAverage, Part, Problem, Tunable, step_size
 from calopt.backends import is_sparse
 from calopt.errors import ParameterError
 
 Array = Any
 
 
-def _loss_gradient(w: Array, b: Array, X: Array, y: Array, problem: Problem,
+def _loss_gradient(w: Array, b: Array, batch: Batch, problem: Problem,
                    value: bool = True) -> tuple[Array | None, Array, Array]:
-    """Batch sums of F(z), of ∇_w F(z) = F'(z)·y·x and of ∂_b F(z) = F'(z)·y, z = y·(Xw + b).
+    """Batch sums of s·F(z), of s·∇_w F(z) = s·F'(z)·y·x and of s·∂_b F(z), z = y·(Xw + b), s the
+    sample weights (1 without).
 
     The loss sum is None when ``value`` is False (SGD needs only the gradient).
     """
     xp, loss = problem.xp, problem.loss
+    X, y, weight = batch
     margins = y * (X @ w + b)
     coef = loss.derivative(margins, xp=xp) * y
-    loss_sum = xp.sum(loss.value(margins, xp=xp)) if value else None
-    return loss_sum, X.T @ coef, xp.sum(coef)
+    losses = loss.value(margins, xp=xp) if value else None
+    if weight is not None:
+        coef = coef * weight
+        losses = None if losses is None else losses * weight
+    return None if losses is None else xp.sum(losses), X.T @ coef, xp.sum(coef)
 
 
-def _gram_sums(X: Array, problem: Problem) -> tuple[Array, Array]:
-    """(XᵀX, Xᵀ1) of a batch, dense (a scipy.sparse batch gives a small dense d×d)."""
+def _gram_sums(X: Array, weight: Array | None, problem: Problem) -> tuple[Array, Array]:
+    """(Xᵀ diag(s) X, Xᵀs) of a batch, s the sample weights (1 without), dense (a scipy.sparse
+    batch gives a small dense d×d)."""
     xp = problem.xp
-    ones = xp.ones((X.shape[0],), dtype=problem.dtype, device=problem.device)
+    s = xp.ones((X.shape[0],), dtype=problem.dtype, device=problem.device) if weight is None else weight
     if is_sparse(X):
-        return xp.asarray((X.T @ X).toarray(), dtype=problem.dtype), xp.asarray(X.T @ ones)
-    return X.T @ X, X.T @ ones
+        weighted = X if weight is None else X.multiply(s[:, None]).tocsr()
+        return xp.asarray((X.T @ weighted).toarray(), dtype=problem.dtype), xp.asarray(X.T @ s)
+    return X.T @ (X if weight is None else X * s[:, None]), X.T @ s
 
 
 #: Above this many features ``gd`` does not form the (d+1)² Gram matrix: M then uses the
@@ -52,14 +61,19 @@ def _gram_sums(X: Array, problem: Problem) -> tuple[Array, Array]:
 GRAM_MAX_FEATURES = 4096
 
 
-def _square_norm_sum(X: Array, problem: Problem) -> Array:
-    """Σ ‖x̃‖² = Σ (‖x‖² + 1) over the batch's rows (scipy.sparse on NumPy included)."""
+def _square_norm_sum(X: Array, weight: Array | None, problem: Problem) -> Array:
+    """Σ s·‖x̃‖² = Σ s·(‖x‖² + 1) over the batch's rows, s the sample weights (1 without;
+    scipy.sparse on NumPy included)."""
     xp = problem.xp
+    if weight is None:
+        if is_sparse(X):
+            return xp.asarray(float(X.multiply(X).sum()), dtype=problem.dtype) + float(X.shape[0])
+        return xp.sum(X * X) + float(X.shape[0])
     if is_sparse(X):
-        squares = xp.asarray(float(X.multiply(X).sum()), dtype=problem.dtype)
+        rows = xp.asarray(np.asarray(X.multiply(X).sum(axis=1)).ravel(), dtype=problem.dtype)
     else:
-        squares = xp.sum(X * X)
-    return squares + float(X.shape[0])
+        rows = xp.sum(X * X, axis=1)
+    return xp.sum((rows + 1) * weight)
 
 
 def smoothness_constant(gram: Array, column_sums: Array | None, count: int, curvature: float,
@@ -98,8 +112,6 @@ class SgdState(NamedTuple):
     t: int  #: updates done
     w: Array
     b: Array
-    w_avg: Array  #: running mean of the iterates w_1..w_t
-    b_avg: Array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,22 +138,22 @@ class Sgd(_Erm):
         if self.step is not None:
             self.require_positive("step")
 
+    def parts(self) -> tuple[Part, ...]:
+        """The average of the iterates, with ``average``."""
+        return (IterateAverage(),) if self.average else ()
+
     def init(self, problem: Problem) -> SgdState:
         w, b = problem.zeros(problem.n_features), problem.scalar(0.0)
-        return SgdState(0, w, b, w, b)
+        return SgdState(0, w, b)
 
-    def update(self, state: SgdState, X: Array, y: Array, problem: Problem) -> SgdState:
+    def update(self, state: SgdState, batch: Batch, problem: Problem) -> SgdState:
         t = state.t + 1
-        _, grad_w, grad_b = _loss_gradient(state.w, state.b, X, y, problem, value=False)
-        batch = y.shape[0]
+        _, grad_w, grad_b = _loss_gradient(state.w, state.b, batch, problem, value=False)
+        size = batch.y.shape[0]
         eta = step_size(self.step if self.step is not None else 1.0, t)
-        w = state.w - eta * (grad_w / batch + 2 * self.l2 * state.w)
-        b = state.b - eta * (grad_b / batch)
-        return SgdState(t, w, b, state.w_avg + (w - state.w_avg) / t,
-                        state.b_avg + (b - state.b_avg) / t)
-
-    def weights(self, state: SgdState) -> tuple[Array, Array]:
-        return (state.w_avg, state.b_avg) if self.average else (state.w, state.b)
+        w = state.w - eta * (grad_w / size + 2 * self.l2 * state.w)
+        b = state.b - eta * (grad_b / size)
+        return SgdState(t, w, b)
 
 
 class GdState(NamedTuple):
@@ -198,20 +210,20 @@ class GradientDescent(_Erm):
             return GdState(0, w, zero, zero, w, zero, 0, zero, None, None, nan, nan)
         return GdState(0, w, zero, zero, w, zero, 0, problem.zeros(d, d), w, None, nan, nan)
 
-    def update(self, state: GdState, X: Array, y: Array, problem: Problem) -> GdState:
-        loss_sum, grad_w, grad_b = _loss_gradient(state.w, state.b, X, y, problem)
+    def update(self, state: GdState, batch: Batch, problem: Problem) -> GdState:
+        loss_sum, grad_w, grad_b = _loss_gradient(state.w, state.b, batch, problem)
         gram, column_sums = state.gram, state.column_sums
         if state.smoothness is None and column_sums is None:
-            gram = gram + _square_norm_sum(X, problem)
+            gram = gram + _square_norm_sum(batch.X, batch.weight, problem)
         elif state.smoothness is None:
-            batch_gram, batch_sums = _gram_sums(X, problem)
+            batch_gram, batch_sums = _gram_sums(batch.X, batch.weight, problem)
             gram, column_sums = gram + batch_gram, column_sums + batch_sums
         return state._replace(loss_sum=state.loss_sum + loss_sum,
                               grad_w_sum=state.grad_w_sum + grad_w,
                               grad_b_sum=state.grad_b_sum + grad_b,
-                              seen=state.seen + y.shape[0], gram=gram, column_sums=column_sums)
+                              seen=state.seen + batch.y.shape[0], gram=gram, column_sums=column_sums)
 
-    def end_epoch(self, state: GdState, X: Array, y: Array, problem: Problem) -> GdState:
+    def end_epoch(self, state: GdState, data: Batch, problem: Problem) -> GdState:
         xp, m = problem.xp, state.seen
         smoothness, gram, column_sums = state.smoothness, state.gram, state.column_sums
         if smoothness is None:
@@ -287,15 +299,13 @@ class Subgradient(_Erm):
         inf = problem.scalar(math.inf)
         return SubgradientState(0, budget, w, zero, zero, w, zero, 0, inf, inf, w, zero)
 
-    def update(self, state: SubgradientState, X: Array, y: Array,
-               problem: Problem) -> SubgradientState:
-        loss_sum, grad_w, grad_b = _loss_gradient(state.w, state.b, X, y, problem)
+    def update(self, state: SubgradientState, batch: Batch, problem: Problem) -> SubgradientState:
+        loss_sum, grad_w, grad_b = _loss_gradient(state.w, state.b, batch, problem)
         return state._replace(loss_sum=state.loss_sum + loss_sum,
                               grad_w_sum=state.grad_w_sum + grad_w,
-                              grad_b_sum=state.grad_b_sum + grad_b, seen=state.seen + y.shape[0])
+                              grad_b_sum=state.grad_b_sum + grad_b, seen=state.seen + batch.y.shape[0])
 
-    def end_epoch(self, state: SubgradientState, X: Array, y: Array,
-                  problem: Problem) -> SubgradientState:
+    def end_epoch(self, state: SubgradientState, data: Batch, problem: Problem) -> SubgradientState:
         xp, m = problem.xp, state.seen
         objective = state.loss_sum / m + self.l2 * xp.sum(state.w * state.w)
         better = objective < state.best_objective  # stays on the device: no sync
@@ -314,7 +324,8 @@ class Subgradient(_Erm):
         """The K steps the step size was set for are done."""
         return state.k >= state.budget
 
-    def weights(self, state: SubgradientState) -> tuple[Array, Array]:
+    def output(self, state: SubgradientState) -> tuple[Array, Array]:
+        """The best iterate by objective among those scored."""
         return state.w_best, state.b_best
 
     def describe_state(self, state: SubgradientState) -> dict[str, Array]:

@@ -22,6 +22,10 @@ example, L = K·|φ'(−Kλ)| for a non-increasing φ). K is the largest |x| see
 and at least 1 (calopt.fit and aggregate scale every column to [−1, 1], so K = 1 there);
 K, hence β_i, never decreases, which the Theorem's proof requires.
 
+Sample weights s (mean 1) make the loss s_y·φ(y·θᵀH(x)), still convex in θ; L scales by
+the largest weight (``Problem.max_weight``). ``calopt aggregate`` weighs each class by the
+measure's gradient this way.
+
 That β_i is the Theorem's (``temperature="theorem"``). The default, ``"adaptive"``,
 replaces L²·(i+1) by the sum of the squared ‖u_j‖_∞ actually seen, which is at most
 that and also never decreases: the same algorithm with a data-driven temperature (see
@@ -34,19 +38,16 @@ import dataclasses
 import math
 from typing import Any, ClassVar, NamedTuple
 
-from calopt.algorithms import Algorithm, Problem
-from calopt.backends import is_sparse
+from calopt.algorithms import Algorithm, Batch, IterateAverage, Part, Problem
+from calopt.backends import device, is_sparse, namespace
 
 Array = Any
-#: Floor of β in the softmax: β is 0 only before any non-zero gradient, when ζ = 0.
-_TINY = 1e-300
 
 
 class MirrorState(NamedTuple):
     t: int  #: updates done
     zeta: Array  #: ζ_t, the summed gradients (dual space), shape (M,)
     theta: Array  #: θ_t = λ·softmax(−ζ_t/β_t), used by the next update
-    theta_avg: Array  #: θ̂ = mean of θ_0 … θ_{t−1} (the output)
     bound: Array  #: K, the largest |h_j(x)| seen so far (at least 1), 0-d
     temperature: Array  #: β_t, 0-d
     squares: Array  #: Σ_{i≤t} ‖u_i‖²_∞, the gradients' size so far (adaptive temperature), 0-d
@@ -78,10 +79,6 @@ class MirrorDescent(Algorithm):
     beta0: float | None = None
     #: Base predictors ±x_j and ±1 (an ℓ1 ball); False: the columns of X alone, θ ≥ 0.
     signed: bool = True
-    #: Class weights of the loss, Q = w_y·φ(y·θᵀH(x)) (still convex in θ; L scales by the
-    #: larger weight). ``calopt aggregate`` sets them from the measure (calopt.aggregate).
-    positive_weight: float = 1.0
-    negative_weight: float = 1.0
 
     def check_params(self) -> None:
         self.require_positive("radius")
@@ -89,7 +86,6 @@ class MirrorDescent(Algorithm):
                      f"temperature must be 'adaptive' or 'theorem', got {self.temperature!r}")
         if self.beta0 is not None:
             self.require_positive("beta0")
-        self.require_positive("positive_weight", "negative_weight")
 
     def n_predictors(self, n_features: int) -> int:
         """M, the number of base predictors for ``n_features`` columns."""
@@ -100,49 +96,59 @@ class MirrorDescent(Algorithm):
         self.require(self.n_predictors(problem.n_features) >= 2,
                      "needs at least 2 base predictors (M ≥ 2, so that ln M > 0)")
 
+    def parts(self) -> tuple[Part, ...]:
+        """The output θ̂: the mean of the weights the updates started from, θ_0 … θ_{t−1} (eq. 11)."""
+        return (IterateAverage(lagged=True),)
+
     def init(self, problem: Problem) -> MirrorState:
         m = self.n_predictors(problem.n_features)
         zeta = problem.zeros(m)
         bound, squares = problem.scalar(1.0), problem.scalar(0.0)
         temperature = self._temperature(bound, squares, 0, problem)
-        return MirrorState(0, zeta, self._mirror(zeta, temperature, problem.xp), zeta, bound,
-                           temperature, squares)
+        return MirrorState(0, zeta, self._mirror(zeta, temperature, problem), bound, temperature, squares)
 
-    def update(self, state: MirrorState, X: Array, y: Array, problem: Problem) -> MirrorState:
+    def update(self, state: MirrorState, batch: Batch, problem: Problem) -> MirrorState:
         xp = problem.xp
+        X, y, weight = batch
         t = state.t + 1
-        w, b = self._linear(state.theta, xp)
+        w, b = self._linear(state.theta)
         margins = y * (X @ w + b)
         coef = problem.loss.derivative(margins, xp=xp) * y
-        if self.positive_weight != 1.0 or self.negative_weight != 1.0:
-            coef = coef * xp.where(y > 0, problem.scalar(self.positive_weight),
-                                   problem.scalar(self.negative_weight))
-        batch = y.shape[0]
-        grad = (X.T @ coef) / batch  # batch mean of φ'(y·s)·y·x
+        if weight is not None:
+            coef = coef * weight
+        size = y.shape[0]
+        grad = (X.T @ coef) / size  # batch mean of s·φ'(y·s)·y·x
         if self.signed:
-            grad_b = xp.reshape(xp.sum(coef) / batch, (1,))
+            grad_b = xp.reshape(xp.sum(coef) / size, (1,))
             grad = xp.concat([grad, -grad, grad_b, -grad_b])
         zeta = state.zeta + grad  # γ_i = 1
         bound = xp.maximum(state.bound, _max_abs(X, xp, state.bound))
         squares = state.squares + xp.max(xp.abs(grad)) ** 2
         temperature = self._temperature(bound, squares, t, problem)
-        theta = self._mirror(zeta, temperature, xp)
-        theta_avg = state.theta_avg + (state.theta - state.theta_avg) / t
-        return MirrorState(t, zeta, theta, theta_avg, bound, temperature, squares)
+        return MirrorState(t, zeta, self._mirror(zeta, temperature, problem), bound, temperature, squares)
 
-    def weights(self, state: MirrorState) -> tuple[Array, Array]:
-        return self._linear(state.theta_avg, _namespace(state.theta_avg))
+    def iterate(self, state: MirrorState) -> tuple[Array]:
+        return (state.theta,)
+
+    def with_iterate(self, state: MirrorState, params: tuple[Array]) -> MirrorState:
+        return state._replace(theta=params[0])
+
+    def linear(self, params: tuple[Array]) -> tuple[Array, Array]:
+        theta, = params
+        return self._linear(theta)
 
     def describe_state(self, state: MirrorState) -> dict[str, Array]:
         return {"temperature": state.temperature}
 
     # -- the pieces of eqs. 9-11 ------------------------------------------------------
-    def _mirror(self, zeta: Array, temperature: Array, xp: Any) -> Array:
+    def _mirror(self, zeta: Array, temperature: Array, problem: Problem) -> Array:
         """θ = −∇W_β(ζ) = λ·softmax(−ζ/β), the max subtracted before exponentiating.
 
-        β = 0 only while every gradient so far was 0 (adaptive rule), so ζ = 0 and θ is uniform.
+        β = 0 only while every gradient so far was 0 (adaptive rule), so ζ = 0 and θ is
+        uniform; the floor is the dtype's smallest normal number, which float32 keeps.
         """
-        logits = -zeta / xp.maximum(temperature, xp.asarray(_TINY, dtype=temperature.dtype))
+        xp = problem.xp
+        logits = -zeta / xp.maximum(temperature, problem.tiny())
         e = xp.exp(logits - xp.max(logits))
         return self.radius * e / xp.sum(e)
 
@@ -156,14 +162,13 @@ class MirrorDescent(Algorithm):
         if self.temperature == "adaptive":
             return xp.sqrt(squares / log_m)
         edges = xp.stack([-bound, bound]) * self.radius
-        lipschitz = (bound * max(self.positive_weight, self.negative_weight)
-                     * xp.max(xp.abs(problem.loss.derivative(edges, xp=xp))))
+        lipschitz = bound * problem.max_weight * xp.max(xp.abs(problem.loss.derivative(edges, xp=xp)))
         return lipschitz * (math.sqrt(t + 1) / math.sqrt(log_m))
 
-    def _linear(self, theta: Array, xp: Any) -> tuple[Array, Array]:
+    def _linear(self, theta: Array) -> tuple[Array, Array]:
         """The linear model (w, b) of a weight vector θ over the base predictors."""
         if not self.signed:
-            return theta, xp.zeros((), dtype=theta.dtype, device=_device(theta))
+            return theta, namespace(theta).zeros((), dtype=theta.dtype, device=device(theta))
         d = (theta.shape[0] - 2) // 2
         return theta[:d] - theta[d:2 * d], theta[2 * d] - theta[2 * d + 1]
 
@@ -171,17 +176,6 @@ class MirrorDescent(Algorithm):
 def _max_abs(X: Array, xp: Any, like: Array) -> Array:
     """max |X| as a 0-d array like ``like`` (scipy.sparse batches on NumPy included)."""
     if is_sparse(X):
-        return xp.asarray(abs(X).max() if X.nnz else 0.0, dtype=like.dtype)
+        return xp.asarray(abs(X).max() if X.nnz else 0.0, dtype=like.dtype, device=device(like))
     return xp.max(xp.abs(X))
 
-
-def _namespace(x: Array) -> Any:
-    import array_api_compat
-
-    return array_api_compat.array_namespace(x)
-
-
-def _device(x: Array) -> Any:
-    import array_api_compat
-
-    return array_api_compat.device(x)

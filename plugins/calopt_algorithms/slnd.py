@@ -26,7 +26,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from calopt.algorithms import Algorithm, Problem
+from calopt.algorithms import Algorithm, Batch, IterateAverage, Part, Problem
 from calopt.backends import is_sparse, to_numpy
 from calopt.errors import DataError, ParameterError
 
@@ -42,7 +42,6 @@ _ROWS_PER_DIRECTION = 10
 class SlndState(NamedTuple):
     t: int  #: updates done
     W: Array  #: (C, d+1): one row (w, b) per one-vs-rest class
-    W_avg: Array  #: (C, d+1): the mean of W_1 … W_t (the model when ``average``)
 
 
 class SlndBatch(NamedTuple):
@@ -96,14 +95,18 @@ class BalancedReader:
     [positives, negatives] is then shuffled by ``rng.permutation``. With ``rng=None``
     the first rows of the larger side are used, in data order. The C sequences are
     padded to the longest with label 0, whose gradient y·F'(·) is 0, and a batch is
-    the same B columns of every sequence, gathered once as (C, B, d+1) arrays.
+    the same B columns of every sequence, gathered once as (C, B, d+1) arrays, with the
+    rows' sample weights (C, B) when there are any.
     """
 
     def __init__(self, X: Array, X_tilde: Array, X_star: Array, members: np.ndarray, rate: Array,
-                 *, xp: Any, device: Any = None, rank: int | None = None, sample: int | None = None):
+                 *, xp: Any, device: Any = None, rank: int | None = None, sample: int | None = None,
+                 weight: Array | None = None):
         self.X, self.X_tilde, self.X_star, self.rate = X, X_tilde, X_star, rate
-        self.xp, self.device = xp, device
+        self.xp, self.device, self.weight = xp, device, weight
         self.members = np.asarray(members, dtype=bool)
+        #: The (C, n) one-vs-rest labels ±1 on the device, made once (for ``full``).
+        self.signs = xp.asarray(np.where(self.members, 1.0, -1.0), dtype=X_tilde.dtype, device=device)
         self.positives = [np.flatnonzero(row) for row in self.members]
         self.negatives = [np.flatnonzero(~row) for row in self.members]
         self.lengths = sequence_lengths(self.members)
@@ -138,7 +141,7 @@ class BalancedReader:
             index[c, : rows.size], labels[c, : rows.size] = rows, signs
         return index, labels
 
-    def epoch(self, batch_size: int, rng: np.random.Generator | None) -> Iterator[tuple[SlndBatch, Array]]:
+    def epoch(self, batch_size: int, rng: np.random.Generator | None) -> Iterator[Batch]:
         xp = self.xp
         index, labels = self.sequences(rng)
         C, length = index.shape
@@ -149,14 +152,14 @@ class BalancedReader:
             stop = min(start + batch_size, length)
             rows = xp.reshape(index[:, start:stop], (-1,))
             shape = (C, stop - start, width)
-            yield SlndBatch(xp.reshape(xp.take(self.X_tilde, rows, axis=0), shape),
-                            xp.reshape(xp.take(self.X_star, rows, axis=0), shape),
-                            self.rate), labels[:, start:stop]
+            weight = None if self.weight is None else xp.reshape(xp.take(self.weight, rows, axis=0), shape[:2])
+            yield Batch(SlndBatch(xp.reshape(xp.take(self.X_tilde, rows, axis=0), shape),
+                                  xp.reshape(xp.take(self.X_star, rows, axis=0), shape), self.rate),
+                        labels[:, start:stop], weight)
 
-    def full(self) -> tuple[Array, Array]:
+    def full(self) -> Batch:
         """The features and the (C, n) one-vs-rest labels ±1."""
-        signs = np.where(self.members, 1.0, -1.0)
-        return self.X, self.xp.asarray(signs, dtype=self.X_tilde.dtype, device=self.device)
+        return Batch(self.X, self.signs, self.weight)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,11 +235,12 @@ class Slnd(Algorithm):
             )
 
     # -- data ----------------------------------------------------------------------------
-    def prepare(self, problem: Problem, X: Array, y: Array, *, seed: int | None = None) -> BalancedReader:
+    def prepare(self, problem: Problem, X: Array, y: Array, *, weight: Array | None = None,
+                seed: int | None = None) -> BalancedReader:
         """H* from m' sampled rows, x* = H* x̃ for every row, and the balanced reader (eq. 8, 10).
 
         The m' rows are drawn by ``np.random.default_rng(seed)`` (all rows when m' ≥ m),
-        apart from the loop's shuffling.
+        apart from the loop's shuffling; with sample weights, H is their weighted average.
         """
         xp, device, dtype = problem.xp, problem.device, problem.dtype
         members = to_numpy(y) > 0
@@ -249,12 +253,16 @@ class Slnd(Algorithm):
         n, d = int(X.shape[0]), int(X.shape[1])
         X_tilde = xp.concat([X, xp.ones((n, 1), dtype=dtype, device=device)], axis=1)
         sample = min(n, int(self.sample) if self.sample is not None else max(1000, 10 * (d + 1)))
-        rows = X_tilde
+        rows, row_weight = X_tilde, weight
         if sample < n:
-            chosen = np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
-            rows = xp.take(X_tilde, xp.asarray(chosen, device=device), axis=0)
+            chosen = xp.asarray(np.sort(np.random.default_rng(seed).choice(n, sample, replace=False)), device=device)
+            rows = xp.take(X_tilde, chosen, axis=0)
+            row_weight = None if weight is None else xp.take(weight, chosen, axis=0)
         curvature = float(problem.loss.second_derivative(problem.scalar(0.0), xp=xp))
-        H = (curvature / sample) * (rows.T @ rows)
+        if row_weight is None:
+            H = (curvature / sample) * (rows.T @ rows)
+        else:
+            H = (curvature / float(xp.sum(row_weight))) * (rows.T @ (rows * row_weight[:, None]))
         if self.precondition:
             eigenvalues, P = xp.linalg.eigh(H)
             spectrum = to_numpy(eigenvalues)
@@ -273,29 +281,39 @@ class Slnd(Algorithm):
             curvature_max = float(xp.max(xp.linalg.eigvalsh(H)))
         rate = xp.reshape(xp.asarray(1.0 / (lengths * curvature_max), dtype=dtype, device=device), (-1, 1))
         return BalancedReader(X, X_tilde, X_star, members, rate, xp=xp, device=device,
-                              rank=rank, sample=sample)
+                              rank=rank, sample=sample, weight=weight)
 
     # -- the state machine ---------------------------------------------------------------
-    def init(self, problem: Problem) -> SlndState:
-        W = problem.zeros(problem.n_classes, problem.n_features + 1)
-        return SlndState(0, W, W)
+    def parts(self) -> tuple[Part, ...]:
+        """The average of the iterates W_1 … W_t, with ``average``."""
+        return (IterateAverage(),) if self.average else ()
 
-    def update(self, state: SlndState, X: SlndBatch, y: Array, problem: Problem) -> SlndState:
-        """Eq. 11 for every class at once: W ← W − step·rate·Σ_b y·F'(y·wᵀx̃)·x*; W̄ its running mean."""
+    def init(self, problem: Problem) -> SlndState:
+        return SlndState(0, problem.zeros(problem.n_classes, problem.n_features + 1))
+
+    def update(self, state: SlndState, batch: Batch, problem: Problem) -> SlndState:
+        """Eq. 11 for every class at once: W ← W − step·rate·Σ_b s·y·F'(y·wᵀx̃)·x*."""
+        X, y, weight = batch
         if not isinstance(X, SlndBatch):
             raise ParameterError("algorithm 'slnd' trains on the reader of Slnd.prepare "
-                                 "(calopt.fit and calopt.fit_multiclass build it)")
+                                 "(calopt.fit builds it)")
         xp = problem.xp
         margins = y * xp.matmul(X.x, xp.expand_dims(state.W, axis=2))[:, :, 0]  # (C, B)
         coef = y * problem.loss.derivative(margins, xp=xp)  # 0 on padding (y = 0)
+        if weight is not None:
+            coef = coef * weight
         direction = xp.matmul(xp.expand_dims(coef, axis=1), X.x_star)[:, 0, :]  # (C, d+1)
-        t = state.t + 1
-        W = state.W - (self.step * X.rate) * direction
-        return SlndState(t, W, state.W_avg + (W - state.W_avg) / t)
+        return SlndState(state.t + 1, state.W - (self.step * X.rate) * direction)
 
-    def weights(self, state: SlndState) -> tuple[Array, Array]:
+    def iterate(self, state: SlndState) -> tuple[Array]:
+        return (state.W,)
+
+    def with_iterate(self, state: SlndState, params: tuple[Array]) -> SlndState:
+        return state._replace(W=params[0])
+
+    def linear(self, params: tuple[Array]) -> tuple[Array, Array]:
         """(w, b) for C = 1; (coef (d, C), intercepts (C,)) for a multiclass problem."""
-        W = state.W_avg if self.average else state.W
+        W, = params
         d = W.shape[1] - 1
         if W.shape[0] == 1:
             return W[0, :d], W[0, d]

@@ -5,17 +5,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar, NamedTuple
 
-import array_api_compat
-
 from calopt.algorithms import (
     Algorithm,
+    BallProjection,
+    Batch,
+    IterateAverage,
+    Part,
     Problem,
     Tunable,
-    project_ball,
     reward_terms,
     step_size,
     weighted_reward_gradient,
 )
+from calopt.backends import is_numpy
 from calopt.scalars import FLOATS
 
 Array = Any
@@ -27,8 +29,6 @@ class SpadeState(NamedTuple):
     b: Array
     alpha: Array  #: dual variable of the positives (weight on TPR)
     beta: Array  #: dual variable of the negatives (weight on TNR)
-    w_avg: Array  #: running mean of the iterates w_1..w_t (the output)
-    b_avg: Array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,27 +57,33 @@ class Spade(Algorithm):
         if self.radius is not None:
             self.require_positive("radius")
 
+    def parts(self) -> tuple[Part, ...]:
+        """The ball W (steps 6 and 8) when ``radius`` is set, then the average of the iterates (step 19)."""
+        return tuple(part for part in (BallProjection(self.radius) if self.radius is not None else None,
+                                       IterateAverage() if self.average else None) if part is not None)
+
     def init(self, problem: Problem) -> SpadeState:
         alpha, beta = problem.measure.dual_start
         w, b = problem.zeros(problem.n_features), problem.scalar(0.0)
-        return SpadeState(0, w, b, problem.scalar(alpha), problem.scalar(beta), w, b)
+        return SpadeState(0, w, b, problem.scalar(alpha), problem.scalar(beta))
 
-    def update(self, state: SpadeState, X: Array, y: Array, problem: Problem) -> SpadeState:
+    def update(self, state: SpadeState, batch: Batch, problem: Problem) -> SpadeState:
         xp, p, measure = problem.xp, problem.positive_rate, problem.measure
-        t, batch = state.t + 1, y.shape[0]
+        X, y, weight = batch
+        t, size = state.t + 1, y.shape[0]
         positive, ones = y > 0, y * y  # y ∈ {−1, +1}: y·y is a vector of ones
-        reward, dr_ds = reward_terms(state.w, state.b, X, y, problem.loss, xp=xp)
+        reward, dr_ds = reward_terms(state.w, state.b, X, y, problem.loss, xp=xp, weight=weight)
         if not measure.lipschitz:  # G-mean: rewards offset by ε(t) = t^(-1/4) (Theorem 5)
-            reward = reward + t**-0.25
+            reward = reward + (t**-0.25 if weight is None else t**-0.25 * weight)
         # Σ r and Σ y·r as dot products (xp.sum costs several times more on a small
         # batch); the class sums are Σ₊ r = (Σ r + Σ y·r)/2 and Σ₋ r = (Σ r − Σ y·r)/2.
         reward_sum, reward_signed = reward @ ones, reward @ y
-        # Primal ascent (steps 5-9), the step η_t folded into the gradient's weights.
+        # Primal ascent (steps 5-9), the step η_t folded into the gradient's weights; the loop
+        # projects onto W (BallProjection).
         eta = step_size(self.step if self.step is not None else 1.0, t)
         grad_w, grad_b = weighted_reward_gradient(
             X, y, dr_ds, state.alpha, state.beta, p, xp=xp, positive=positive, scale=eta, ones=ones
         )
-        w, b = project_ball(state.w + grad_w, state.b + grad_b, self.radius, xp=xp)
         # Dual descent on ℓᵈ = α·r⁺ + β·r⁻ − Ψ*(α, β) (steps 11-17; sign per Appendix B),
         # with r± the batch means of r⁺ and r⁻; a constant ∇Ψ* stays a Python number.
         eta_dual = step_size(self.dual_step, t)
@@ -85,22 +91,17 @@ class Spade(Algorithm):
             state.alpha, state.beta, xp=xp
         )
         alpha, beta = state.alpha, state.beta
-        host = measure.float_projection and array_api_compat.is_numpy_namespace(xp)
+        host = measure.float_projection and is_numpy(xp)
         if host:  # on NumPy, the scalar step on Python floats (calopt.scalars): no ufunc calls
             alpha, beta, reward_sum, reward_signed = map(float, (alpha, beta, reward_sum, reward_signed))
         alpha, beta = measure.project(
-            alpha + eta_dual * grad_alpha - (reward_sum + reward_signed) * (0.5 * eta_dual / (batch * p)),
-            beta + eta_dual * grad_beta - (reward_sum - reward_signed) * (0.5 * eta_dual / (batch * (1 - p))),
+            alpha + eta_dual * grad_alpha - (reward_sum + reward_signed) * (0.5 * eta_dual / (size * p)),
+            beta + eta_dual * grad_beta - (reward_sum - reward_signed) * (0.5 * eta_dual / (size * (1 - p))),
             xp=FLOATS if host else xp,
         )
         if host:
             alpha, beta = problem.scalar(alpha), problem.scalar(beta)
-        w_avg = state.w_avg + (w - state.w_avg) / t
-        b_avg = state.b_avg + (b - state.b_avg) / t
-        return SpadeState(t, w, b, alpha, beta, w_avg, b_avg)
-
-    def weights(self, state: SpadeState) -> tuple[Array, Array]:
-        return (state.w_avg, state.b_avg) if self.average else (state.w, state.b)
+        return SpadeState(t, state.w + grad_w, state.b + grad_b, alpha, beta)
 
     def describe_state(self, state: SpadeState) -> dict[str, Array]:
         return {"alpha": state.alpha, "beta": state.beta}
