@@ -17,6 +17,7 @@ __all__ = [
     "ModelFileError",
     "ParameterError",
     "RegistryError",
+    "TrainingError",
     "TrainingInterrupted",
     "UnknownNameError",
 ]
@@ -24,6 +25,9 @@ __all__ = [
 
 class CaloptError(Exception):
     """Base class of the errors a user can cause; the message is one line."""
+
+    #: The CLI's exit code for this error (2: bad input or options).
+    exit_code: int = 2
 
 
 class UnknownNameError(CaloptError, LookupError):
@@ -70,6 +74,12 @@ class DataError(CaloptError, ValueError):
 
 class ModelFileError(CaloptError):
     """A model file is truncated, corrupt, from a newer format, or not a calopt model."""
+
+
+class TrainingError(CaloptError):
+    """Training produced no usable model: it diverged before finishing an epoch, or made no progress."""
+
+    exit_code = 3
 
 
 class TrainingInterrupted(CaloptError):

@@ -76,7 +76,7 @@ class CaloptGroup(TyperGroup):
             if _debug():
                 raise
             print_error(exc)
-            raise typer.Exit(2) from None
+            raise typer.Exit(exc.exit_code) from None
         except Exception as exc:
             if not _is_usage_error(exc) or _debug():
                 raise

@@ -231,8 +231,8 @@ def train(
     if model_out is not None:
         model.save(model_out)
     _remove_finished_checkpoint(checkpoint_path, checkpoint_every, resume)
-    if model.status < 0:
-        typer.echo(f"calopt: warning: {model.message}", err=True)
+    if model.status < 0:  # reported, and the exit code says so after the results
+        typer.echo(f"calopt: warning: {model.message}; exit code 3", err=True)
     summaries = [(train_set.source, model.summary(train_set.X, train_set.labels))]
     if test_set is not None:
         summaries.append((test_set.source, model.summary(test_set.X, test_set.labels)))
@@ -248,9 +248,12 @@ def train(
             "status": model.message,
             "model": str(model_out) if model_out is not None else None,
         })
+        if model.status < 0:
+            raise typer.Exit(3)
         return
     console = Console()
-    table = _summary_table(model.describe(), summaries, model.measure)
+    title = model.describe() + (f" (diverged: {model.message})" if model.status < 0 else "")
+    table = _summary_table(title, summaries, model.measure)
     rank = f", rank {model.options['rank']}" if model.options.get("rank") else ""
     table.caption = (f"{model.options['backend']}, {epochs_text(model.options['epochs'])}{rank}, "
                      f"fit in {model.fit_seconds:.2f} s")
@@ -260,6 +263,8 @@ def train(
                                        [(name, summary["per_class"]) for name, summary in summaries]))
     if model_out is not None:
         console.print(f"model written to {model_out}")
+    if model.status < 0:
+        raise typer.Exit(3)
 
 
 def evaluate(

@@ -294,3 +294,49 @@ def test_plugin_minimises_the_regularised_logistic_objective():
     ours = objective(np.append(w, b))
     assert ours - optimum.fun < 2e-3
     np.testing.assert_allclose(np.append(w, b), optimum.x, atol=0.1)
+
+
+# -- sample weights ----------------------------------------------------------------------
+@pytest.mark.parametrize("spec, measure, loss", [
+    ("spade:step=3", "gmean", "hinge"), ("spade:step=3,radius=0.5", "qmean", "hinge"),
+    ("amp:step=2", "f1", "hinge"), ("sgd:step=1", "f1", "logistic"), ("gd", "f1", "logistic"),
+    ("subgradient:iterations=4", "f1", "hinge"), ("mirror-descent:radius=5", "f1", "logistic"),
+])
+def test_integer_sample_weights_equal_repeated_rows(spec, measure, loss):
+    """With one batch a pass, rows of weight k train exactly as k copies of the row (weights are
+    rescaled to mean 1, so the batch means agree), rows of weight 0 as no row at all."""
+    X, y = _dataset(n=50, seed=6, positive_rate=0.4)
+    counts = np.random.default_rng(1).integers(0, 4, size=50)
+    counts[:2] = 1  # both classes kept
+    weight = counts * (50 / counts.sum())
+    algorithm = calopt.get_algorithm(spec)
+    weighted_problem = _problem(X, y, measure, loss, batch_size=1000)._replace(
+        positive_rate=float(np.sum(weight[y > 0]) / np.sum(weight)), epochs=4, max_weight=float(weight.max()))
+    weighted = run(algorithm, weighted_problem, ArrayReader(X, y, weighted_problem.xp, weight=weight), epochs=4)
+    X_rep, y_rep = np.repeat(X, counts, axis=0), np.repeat(y, counts)
+    repeated_problem = _problem(X_rep, y_rep, measure, loss, batch_size=1000)._replace(
+        epochs=4, max_weight=float(weight.max()))
+    repeated = run(algorithm, repeated_problem, ArrayReader(X_rep, y_rep, repeated_problem.xp), epochs=4)
+    for got, want in zip(weighted.weights, repeated.weights):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-9, atol=1e-12)
+    assert np.any(np.asarray(weighted.weights[0]) != 0)
+
+
+def test_fit_with_integer_weights_equals_fit_on_repeated_rows_for_gd():
+    """calopt.fit (scaling, gd's exact gradient and constant M, the threshold tuned with the
+    weights) on weighted rows equals the fit on the rows repeated; uniform weights change nothing."""
+    X, y = _dataset(n=120, d=3, seed=8, positive_rate=0.35)
+    X[:, 0] += y
+    counts = np.random.default_rng(2).integers(1, 5, size=120)
+    weighted = calopt.fit(X, y, algorithm="gd", measure="f1", epochs=30, sample_weight=counts)
+    repeated = calopt.fit(np.repeat(X, counts, axis=0), np.repeat(y, counts), algorithm="gd", measure="f1",
+                          epochs=30)
+    np.testing.assert_allclose(weighted.coef, repeated.coef, rtol=1e-9)
+    assert weighted.intercept == pytest.approx(repeated.intercept, rel=1e-9)
+    plain = calopt.fit(X, y, algorithm="gd", measure="f1", epochs=5)
+    uniform = calopt.fit(X, y, algorithm="gd", measure="f1", epochs=5, sample_weight=np.full(120, 7.0))
+    np.testing.assert_allclose(uniform.coef, plain.coef, rtol=1e-12)
+    with pytest.raises(calopt.ParameterError, match="sample_weight has shape"):
+        calopt.fit(X, y, sample_weight=np.ones(3))
+    with pytest.raises(calopt.ParameterError, match="finite numbers ≥ 0"):
+        calopt.fit(X, y, sample_weight=-np.ones(120))

@@ -467,3 +467,63 @@ def test_cli_train_a9a_array_api_strict_matches_numpy():
         assert [row[key] for row in strict_out["history"]] == pytest.approx(
             [row[key] for row in numpy_out["history"]], abs=1e-9), key
     assert math.isfinite(numpy_out["test"]["value"]) and numpy_out["test"]["value"] > 0.5
+
+
+# --- training actually trains, on every dtype and device --------------------------------
+
+
+def _learnable(n=600, seed=5):
+    """A clearly learnable imbalanced problem (about 25% positives) for the training checks."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, N_FEATURES))
+    y = np.where(1.5 * X[:, 0] - X[:, 1] + 0.3 * rng.normal(size=n) > 1.0, 1.0, -1.0)
+    return X, y
+
+
+def _constant_values(measure, y):
+    """The measure of the two constant predictors (every row positive, every row negative)."""
+    values = []
+    for sign in (1.0, -1.0):
+        values.append(measure.score(y, np.full_like(y, sign), xp=NP))
+    return values
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_every_algorithm_trains_in_each_dtype(name, dtype):
+    """calopt.fit ends without divergence and beats both constant predictors by a margin,
+    in float32 as in float64, and the two dtypes reach nearly the same model."""
+    X, y = _learnable()
+    measure, loss = pairing(name)
+    model = calopt.fit(X.astype(dtype), y, measure=measure, algorithm=name, loss=loss, epochs=5, seed=SEED)
+    assert model.status >= 0, model.message
+    assert model.options["dtype"] == dtype and model.options["epochs"] >= 1
+    value = model.score(X, y)
+    floor = max(_constant_values(calopt.get_measure(measure), y))
+    assert value > floor + 0.1, (value, floor)
+    if dtype == "float32":
+        reference = calopt.fit(X, y, measure=measure, algorithm=name, loss=loss, epochs=5, seed=SEED)
+        assert value == pytest.approx(reference.score(X, y), abs=0.02)
+
+
+@pytest.mark.parametrize("device, dtype", [("device1", "float64"), ("no_float64", "float32")])
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_every_algorithm_keeps_to_the_data_device(name, device, dtype):
+    """Data on array-api-strict's second device (or on one without float64) train there:
+    every constant is made on the data's device and in its dtype (what CuPy on a second GPU,
+    or a float32-only accelerator, needs), and the model equals NumPy's."""
+    strict = pytest.importorskip("array_api_strict")
+    X, y = _learnable(n=300)
+    on = strict.Device(device)
+    X_dev = strict.asarray(X.astype(dtype), device=on)
+    y_dev = strict.asarray(y.astype(dtype), device=on)
+    measure, loss = pairing(name)
+    model = calopt.fit(X_dev, y_dev, measure=measure, algorithm=name, loss=loss, epochs=2, seed=SEED)
+    assert model.status >= 0, model.message
+    expected = calopt.fit(X.astype(dtype), y, measure=measure, algorithm=name, loss=loss, epochs=2, seed=SEED)
+    assert model.algorithm == expected.algorithm
+    rtol = 1e-9 if dtype == "float64" else 1e-4
+    scale = max(1.0, float(np.max(np.abs(expected.coef))))
+    np.testing.assert_allclose(model.coef, expected.coef, rtol=rtol, atol=rtol * scale)
+    scores = model.decision_function(X_dev)
+    assert scores.device == on

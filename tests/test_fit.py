@@ -9,8 +9,9 @@ import pytest
 from sklearn.metrics import f1_score, jaccard_score
 
 import calopt
+from imblearn.metrics import geometric_mean_score
 from calopt import datasets
-from calopt.training.threshold import best_threshold
+from calopt.training.threshold import best_cut, best_threshold
 from calopt.models.linear import LinearModel
 
 
@@ -47,6 +48,28 @@ def test_best_threshold_matches_brute_force(measure):
     brute = max(measure_at(t) for t in candidates)
     assert value == pytest.approx(brute, abs=1e-12)
     assert measure_at(threshold) == pytest.approx(brute, abs=1e-12)
+
+
+@pytest.mark.parametrize("measure", ["f1", "gmean"])
+def test_the_threshold_is_tuned_on_the_scores_device_with_sample_weights(measure):
+    """best_cut runs where the scores are (array-api-strict's second device here) and returns
+    0-d arrays there; integer weights count like repeated rows (a brute-force reference)."""
+    strict = pytest.importorskip("array_api_strict")
+    rng = np.random.default_rng(4)
+    scores = np.round(rng.normal(size=200), 1)
+    y = np.where(rng.random(200) < 0.3, 1.0, -1.0)
+    counts = rng.integers(0, 4, size=200).astype(float)
+    device = strict.Device("device1")
+    threshold, value = best_cut(strict.asarray(scores, device=device), strict.asarray(y, device=device),
+                                calopt.get_measure(measure), strict.asarray(counts, device=device))
+    assert threshold.device == device and value.device == device and threshold.shape == ()
+    repeated_scores, repeated_y = np.repeat(scores, counts.astype(int)), np.repeat(y, counts.astype(int))
+    reference = {"f1": lambda t, p: f1_score(t, p, zero_division=0),
+                 "gmean": lambda t, p: geometric_mean_score(t, p)}[measure]
+    candidates = np.concatenate([[scores.max() + 1], np.unique(scores) - 1e-9, [scores.min() - 1]])
+    brute = max(reference(repeated_y, np.where(repeated_scores > t, 1.0, -1.0)) for t in candidates)
+    assert float(value) == pytest.approx(brute, abs=1e-12)
+    assert reference(repeated_y, np.where(repeated_scores > float(threshold), 1.0, -1.0)) == pytest.approx(brute)
 
 
 @pytest.mark.parametrize("measure", ["min", "qmean", "hmean", "gmean", "f1", "jaccard"])

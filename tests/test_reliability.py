@@ -14,7 +14,8 @@ import sys
 import time
 import zipfile
 from pathlib import Path
-from typing import Any, NamedTuple
+import dataclasses
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import pytest
@@ -25,7 +26,7 @@ import calopt
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import get_backend
 from calopt.training.checkpoint import Checkpoint
-from calopt.errors import ModelFileError, ParameterError, TrainingInterrupted
+from calopt.errors import TrainingError, ModelFileError, ParameterError, TrainingInterrupted
 from calopt.models.linear import LinearModel
 from calopt.io.batches import ArrayReader
 from calopt.training.loop import INTERRUPTED, NONFINITE, LoopResult, run
@@ -707,17 +708,64 @@ def test_a_diverging_run_stops_with_the_last_finite_model():
     assert [row["epoch"] for row in result.history] == [1, 2]
 
 
-def test_a_diverging_cli_run_warns_and_keeps_a_finite_model(tmp_path):
+@dataclasses.dataclass(frozen=True)
+class _Idle(Algorithm):
+    """Never moves from w = 0."""
+
+    name: ClassVar[str] = "idle"
+
+    def init(self, problem: Problem) -> _Explode:
+        return _Explode(problem.zeros(problem.n_features), problem.scalar(0.0))
+
+    def update(self, state, batch, problem):
+        return state
+
+
+def test_a_run_that_makes_no_progress_is_a_training_error():
+    X, y = _imbalanced()
+    with pytest.raises(TrainingError, match="made no progress: the weights of idle are still 0 after 3 epochs"):
+        calopt.fit(X, y, algorithm=_Idle(), loss="hinge", epochs=3)
+    assert TrainingError("x").exit_code == 3
+
+
+def test_a_cli_run_diverging_in_its_first_epoch_is_an_error_and_writes_no_model(tmp_path):
     X, y = _imbalanced()
     dump_svmlight_file(X * 1e3, y, str(tmp_path / "d.svm"))
     model = tmp_path / "m.npz"
     result = runner.invoke(app, ["train", str(tmp_path / "d.svm"), "--measure", "gmean",
                                  "--algorithm", "spade:step=1e300", "--epochs", "3", "--model-out", str(model),
                                  "--no-progress"])
-    assert result.exit_code == 0, result.output
-    assert result.stderr.startswith("calopt: warning: diverged in epoch 1: non-finite weights")
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines() == [
+        "calopt: error: training diverged in its first epoch (non-finite weights) with spade:step=1e+300; "
+        "a smaller step or another loss may help"]
+    assert not model.exists()
+
+
+def test_a_cli_run_diverging_later_keeps_its_last_finite_epoch_and_exits_3(tmp_path):
+    """Epochs 1-2 finite, epoch 3 not: the model of epoch 2 is written, the table says it
+    diverged, a warning line too, and the exit code is 3 (never a run that looks fine)."""
+    class Plugin:
+        @calopt.hookimpl
+        def register_algorithms(self, register):
+            register(_Exploding)
+
+    calopt.registry.plugin_manager.register(Plugin(), name="exploding-plugin")
+    try:
+        X, y = _imbalanced()
+        dump_svmlight_file(X, y, str(tmp_path / "d.svm"))
+        model = tmp_path / "m.npz"
+        result = runner.invoke(app, ["train", str(tmp_path / "d.svm"), "-a", "exploding", "-l", "hinge",
+                                     "--epochs", "5", "--batch-size", "1000", "--model-out", str(model),
+                                     "--no-progress"])
+    finally:
+        calopt.registry.plugin_manager.unregister(name="exploding-plugin")
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines() == [
+        "calopt: warning: diverged in epoch 3: non-finite weights; kept epoch 2; exit code 3"]
+    assert "diverged" in result.stdout
     saved = LinearModel.load(model)
-    assert saved.status == NONFINITE and np.all(np.isfinite(saved.coef)) and np.isfinite(saved.intercept)
+    assert saved.status == NONFINITE and saved.options["epochs"] == 2 and np.all(np.isfinite(saved.coef))
 
 
 def test_ctrl_c_while_the_cli_imports_is_one_line(monkeypatch, capsys):

@@ -148,10 +148,10 @@ def risk_slope(u: np.ndarray, y: np.ndarray, loss: Any, weights: np.ndarray | No
 class AggregationTask(BinaryTask):
     """The binary task of the pipeline, whose history also records the weighted loss on the aggregation data."""
 
-    def __init__(self, H: Array, y: Array, weight: Array, y_host: np.ndarray, measure: Measure, loss: Loss,
-                 tune_threshold: bool, xp: Any):
-        super().__init__(measure, (H, y_host, None), (H, y, None), None, tune_threshold, xp)
-        self.H, self.y, self.weight, self.loss = H, y, weight, loss
+    def __init__(self, H: Array, y: Array, weight: Array, measure: Measure, loss: Loss, tune_threshold: bool,
+                 xp: Any):
+        super().__init__(measure, (H, y, None), tune_threshold=tune_threshold)
+        self.H, self.y, self.weight, self.loss, self.xp = H, y, weight, loss, xp
 
     def record(self, w: Array, b: Array) -> dict[str, float]:
         xp = self.xp
@@ -233,7 +233,7 @@ def aggregate(
     problem = Problem(backend.xp, backend.dtype, backend.device, n, len(bases), float(np.mean(y_pm > 0)),
                       measure, loss, batch_size or BATCH_SIZE, epochs,
                       max_weight=max(positive_weight, negative_weight))
-    task = AggregationTask(data.X, data.y, data.rows_weight(), y_pm, measure, loss, tune_threshold, backend.xp)
+    task = AggregationTask(data.X, data.y, data.rows_weight(), measure, loss, tune_threshold, backend.xp)
     trained = train(data, algorithm, problem, task, seed=seed, run_options={}, started=started)
     theta = trained.w
     weights = theta / scales

@@ -37,14 +37,15 @@ import scipy.sparse
 from calopt import registry
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
-from calopt.errors import DataError, ModelFileError, ParameterError, TrainingInterrupted
+from calopt.backends import namespace
+from calopt.errors import DataError, ModelFileError, ParameterError, TrainingError, TrainingInterrupted
 from calopt.io.labels import encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text
 from calopt.measures import Measure, confusion_counts
 from calopt.models.linear import LinearModel, MulticlassModel
 from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
-from calopt.training.loop import EpochRecord, LoopResult
+from calopt.training.loop import NONFINITE, EpochRecord, LoopResult
 from calopt.training.selection import choose_settings, stratified_split, take_rows
-from calopt.training.threshold import best_threshold
+from calopt.training.threshold import best_cut, best_threshold
 from calopt.version import __version__
 
 __all__ = ["BinaryTask", "MulticlassTask", "Prepared", "Trained", "default_batch_size", "fit", "fit_multiclass",
@@ -161,40 +162,51 @@ class Trained:
     reader: Any  #: what served the loop (SLND's reports its rank)
 
 
+Rows = tuple[Any, Array, Array | None]  # features, labels ±1 and sample weights (or None), on the backend
+
+
 class BinaryTask:
     """Threshold and history of a binary problem: the measure at the tuned threshold.
 
-    ``tune`` is (X, host labels, host weights or None), ``train`` and ``evaluation``
-    are (X, device labels, device weights or None).
+    ``train``, ``tune`` (where the threshold is tuned: the training rows unless the
+    algorithm holds some out) and ``evaluation`` are :data:`Rows` on the backend; the
+    scores never leave the device, only the numbers of the history do.
     """
 
-    def __init__(self, measure: Measure, tune: tuple[Any, np.ndarray, np.ndarray | None],
-                 train: tuple[Any, Array, Array | None], evaluation: tuple[Any, Array, Array | None] | None,
-                 tune_threshold: bool, xp: Any):
-        self.measure, self.tune, self.train, self.evaluation = measure, tune, train, evaluation
-        self.tune_threshold, self.xp = tune_threshold, xp
+    def __init__(self, measure: Measure, train: Rows, *, tune: Rows | None = None,
+                 evaluation: Rows | None = None, tune_threshold: bool = True):
+        self.measure, self.train, self.evaluation = measure, train, evaluation
+        self.tune = train if tune is None else tune
+        self.tune_threshold = tune_threshold
 
     def threshold(self, w: Array, b: Array) -> float:
         """The decision threshold for (w, b): tuned for the measure, or 0."""
         if not self.tune_threshold:
             return 0.0
         X, y, weight = self.tune
-        return best_threshold(to_numpy(X @ w + b), y, self.measure, weight)[0]
+        return best_threshold(X @ w + b, y, self.measure, weight)[0]
 
-    def _value(self, w: Array, b: Array, X: Any, y: Array, weight: Array | None) -> float:
-        xp = self.xp
+    def _value(self, w: Array, b: Array, X: Any, y: Array, weight: Array | None) -> Array:
+        xp = namespace(y)
         scores = X @ w + b
         predictions = xp.where(scores > 0, xp.ones_like(y), -xp.ones_like(y))
         counts = confusion_counts(y, predictions, xp=xp, dtype=y.dtype, weight=weight)
-        return float(self.measure.from_counts(*counts, xp=xp))
+        return self.measure.from_counts(*counts, xp=xp)
 
     def record(self, w: Array, b: Array) -> dict[str, float]:
-        """The measure on the training (and test) data at this epoch's tuned threshold."""
-        b = b - self.threshold(w, b)
-        row = {"train": self._value(w, b, *self.train)}
+        """The measure on the training (and test) data at this epoch's tuned threshold.
+
+        Tuned on the training rows, the training value is the best cut's own.
+        """
+        best = None
+        if self.tune_threshold:
+            X, y, weight = self.tune
+            threshold, best = best_cut(X @ w + b, y, self.measure, weight)
+            b = b - threshold
+        row = {"train": best if best is not None and self.tune is self.train else self._value(w, b, *self.train)}
         if self.evaluation is not None:
             row["test"] = self._value(w, b, *self.evaluation)
-        return row
+        return {key: float(value) for key, value in row.items()}
 
 
 class MulticlassTask:
@@ -257,12 +269,29 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
                            options=run_options, fingerprint=fingerprint, record=record, callback=callback,
                            checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                            interrupt=interrupt)
+    _check_progress(result, algorithm)
     w, b = result.weights
     threshold = task.threshold(w, b)
     b_host = to_numpy(b).astype(np.float64)
     seconds = time.perf_counter() - started - record_seconds + (resume.seconds if resume else 0.0)
     return Trained(to_numpy(w).astype(np.float64), float(b_host) if b_host.ndim == 0 else b_host, threshold,
                    algorithm, result, problem.batch_size, seconds, reader)
+
+
+def _check_progress(result: LoopResult, algorithm: Algorithm) -> None:
+    """Refuse the result of a run that left no model: diverged in its first epoch, or never moved.
+
+    A run that diverges later keeps its last finite epoch (status −1 and a message),
+    which callers must report.
+    """
+    if result.status == NONFINITE and result.epochs == 0:
+        raise TrainingError(f"training diverged in its first epoch (non-finite weights) with {algorithm.spec}; "
+                            f"a smaller step or another loss may help")
+    w, b = result.weights
+    xp = namespace(w)
+    if not bool(xp.any(w != 0) | xp.any(b != 0)):
+        raise TrainingError(f"training made no progress: the weights of {algorithm.spec} are still 0 after "
+                            f"{result.epochs} epochs")
 
 
 # -- the public entry points --------------------------------------------------------------
@@ -358,19 +387,19 @@ def _fit_binary(data: Prepared, classes: tuple[Any, Any], measure: Measure, algo
     train_X = data.X if held.size == 0 else take_rows(data.X, kept, backend)
     train_y = data.y if held.size == 0 else backend.asarray(y_pm[kept])
     train_weight = None if weight is None else weight[kept]
+    tune = None
     if held.size:
-        tune = (take_rows(data.X, held, backend), y_pm[held], None if weight is None else weight[held])
-    else:
-        tune = (train_X, y_pm[kept], train_weight)
+        tune = (take_rows(data.X, held, backend), backend.asarray(y_pm[held]),
+                None if weight is None else backend.asarray(weight[held]))
     positive = y_pm[kept] > 0
     positive_rate = float(np.mean(positive) if weight is None else
                           np.sum(train_weight[positive]) / np.sum(train_weight))
     problem = Problem(backend.xp, backend.dtype, backend.device, int(kept.size), int(data.X.shape[1]),
                       positive_rate, measure, loss, batch_size or default_batch_size(int(kept.size)), epochs,
                       max_weight=1.0 if weight is None else float(np.max(train_weight) / np.mean(train_weight)))
-    task = BinaryTask(measure, tune, (train_X, train_y, data.rows_weight(kept if held.size else None)),
-                       None if evaluation is None else (evaluation.X, evaluation.y, None), tune_threshold,
-                       backend.xp)
+    task = BinaryTask(measure, (train_X, train_y, data.rows_weight(kept if held.size else None)), tune=tune,
+                      evaluation=None if evaluation is None else (evaluation.X, evaluation.y, None),
+                      tune_threshold=tune_threshold)
     run_options = {"measure": measure.spec, "algorithm": algorithm.spec, "loss": loss.spec,
                    "epochs": epochs, "batch_size": problem.batch_size, "seed": seed,
                    "backend": backend.name, "dtype": backend.dtype_name, "scale": scale,
