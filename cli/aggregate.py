@@ -14,6 +14,7 @@ from calopt.io.files import align_features
 from calopt.training.aggregate import RADIUS, load_models
 from calopt.training.aggregate import aggregate as aggregate_models
 from calopt.errors import ParameterError
+from calopt_cli.outputs import check_outputs
 from calopt_cli.options import JsonOpt, MeasureOpt, SeedOpt, echo_json, epochs_text
 from calopt_cli.training import LabelColumnOpt, load_dataset
 
@@ -64,6 +65,7 @@ def aggregate(
         raise ParameterError(f"--lambda must be a finite number > 0, got {radius}")
     if epochs < 1:
         raise ParameterError(f"--epochs must be ≥ 1, got {epochs}")
+    output = check_outputs({"--model-out": model_out}, [*models, data, test])["--model-out"]
     named = load_models(models)
     n_features = next(iter(named.values())).n_features
     data_set = align_features(load_dataset(data, label_column=label_column), n_features)
@@ -72,13 +74,12 @@ def aggregate(
         test_set = align_features(load_dataset(test, label_column=label_column, split="test"), n_features)
     model = aggregate_models(named, data_set.X, data_set.labels, radius=radius, measure=measure or None,
                              epochs=epochs, seed=seed if seed is not None else 0, weighting=weighting)
-    model.save(model_out)
-
     sets = [data_set] + ([test_set] if test_set is not None else [])
     details = model.options["aggregate"]
     rows = [(name, theta, base) for name, theta, base in zip(named, details["theta"], named.values())]
     rows.append(("aggregate", sum(details["theta"]), model))
     values = [[base.score(s.X, s.labels, model.measure) for s in sets] for _, _, base in rows]
+    model.save(output.path)  # last: a run that fails (on --test, say) leaves no model behind
     if as_json:
         echo_json({
             "measure": model.measure,

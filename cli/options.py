@@ -25,6 +25,7 @@ __all__ = [
     "PositiveOpt",
     "SeedOpt",
     "echo_json",
+    "json_text",
     "epochs_text",
     "run_fields",
 ]
@@ -153,9 +154,14 @@ PositiveOpt = Annotated[
 ]
 
 
+def json_text(data: Any) -> str:
+    """``data`` as the indented JSON every command's ``--json`` prints."""
+    return json.dumps(data, indent=2, default=str)
+
+
 def echo_json(data: Any) -> None:
     """Print ``data`` as JSON on stdout (the ``--json`` output of every command)."""
-    typer.echo(json.dumps(data, indent=2, default=str))
+    typer.echo(json_text(data))
 
 
 def run_fields(model: Any) -> dict[str, Any]:

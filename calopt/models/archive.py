@@ -4,7 +4,8 @@ Models, multiclass models and checkpoints are all written by :func:`save_archive
 read by :func:`load_archive`: NumPy arrays (no object arrays, read with
 ``allow_pickle=False``, so loading never executes anything), a JSON document stored as
 UTF-8 bytes under ``metadata`` with the format name, its version and a SHA-256
-checksum. Writes are atomic (a temporary file beside the target, then a rename), and
+checksum. Writes follow :func:`atomic_write` (a regular file is replaced by a rename,
+never left half-written; ``/dev/null``, a FIFO or a terminal is written in place), and
 deterministic: the zip entries carry a fixed date and timings stay out of the file, so
 the same model gives the same bytes.
 """
@@ -12,8 +13,10 @@ the same model gives the same bytes.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import stat
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -27,16 +30,57 @@ from calopt.errors import ModelFileError
 __all__ = ["FORMAT_NAMES", "atomic_write", "load_archive", "read_format", "read_npz", "save_archive",
            "saved_history", "write_npz"]
 
+def _umask() -> int:
+    """The process's file-creation mask (read without changing it where /proc allows)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore (not thread-safe, but brief)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *, mode: str = "wb") -> None:
-    """Call ``write(file)`` on a temporary file beside ``path``, then rename it into place."""
+    """Call ``write(file)`` so that ``path`` is never left half-written, and only ``path`` changes.
+
+    The one rule for every file calopt writes (models, checkpoints, predictions):
+
+    - a regular file (new or existing) is written to a temporary file in the same
+      directory, flushed, fsync-ed and renamed over the target; a new file gets the mode
+      the umask allows (0666 & ~umask), an existing one keeps its mode;
+    - a symbolic link is followed: its final target is written by the rule above, and the
+      link stays a link;
+    - anything else that exists (``/dev/null``, ``/dev/stdout``, a FIFO, a terminal, or a
+      link to one) is written in place, in one piece, never replaced.
+    """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        found = os.stat(path)  # follows links: what the path points at
+    except FileNotFoundError:
+        found = None
+    except OSError:  # e.g. a name too long: let open() say so below
+        found = None
+    if found is not None and not stat.S_ISREG(found.st_mode) and not stat.S_ISDIR(found.st_mode):
+        content = io.BytesIO() if "b" in mode else io.StringIO()
+        write(content)  # whole first: zip needs a file that tells positions; a device tells none
+        with open(path, mode) as handle:
+            handle.write(content.getvalue())
+        return
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    permissions = stat.S_IMODE(found.st_mode) if found is not None else 0o666 & ~_umask()
+    # the temporary name is short whatever the target's: a 255-byte name stays writable
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:40]}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, mode) as handle:
             write(handle)
             handle.flush()
+            os.fchmod(handle.fileno(), permissions)
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

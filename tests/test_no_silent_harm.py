@@ -1,0 +1,203 @@
+"""Issue 12, no silent harm: the reproducers whose right answer is not an error.
+
+Files a user did not name are never touched (outputs are checked before training, a
+checkpoint is deleted only when this run created it, special files are written in place),
+and wrong data is never read as right (streams read once, the training file's index base
+and width decide how test files are read). The hostile inputs that must fail are in
+``test_cli_hostile.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file
+from typer.testing import CliRunner
+
+import calopt
+from calopt.models.archive import atomic_write
+from calopt_cli.app import app
+
+runner = CliRunner()
+
+
+def _data(folder: Path, name: str = "d.svm", n: int = 300, d: int = 6, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] - 0.5 * X[:, 2] > 0.5, 1, -1)
+    dump_svmlight_file(X, y, str(folder / name))
+    return folder / name
+
+
+def _ok(result) -> None:
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+
+
+def _train(*args: str):
+    return runner.invoke(app, ["train", *map(str, args), "--epochs", "1", "--no-progress"])
+
+
+# ------------------------------------------------------------------ the atomic-write rule
+def test_a_new_file_takes_its_mode_from_the_umask_and_an_existing_one_keeps_its_own(tmp_path):
+    old = os.umask(0o027)
+    try:
+        atomic_write(tmp_path / "new.txt", lambda f: f.write("x"), mode="w")
+        existing = tmp_path / "kept.txt"
+        existing.write_text("old")
+        existing.chmod(0o604)
+        atomic_write(existing, lambda f: f.write("new"), mode="w")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o640
+    assert stat.S_IMODE(existing.stat().st_mode) == 0o604 and existing.read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.txt", "new.txt"]  # no temporary file left
+
+
+def test_a_symlink_to_a_file_is_followed_and_stays_a_link(tmp_path):
+    target = tmp_path / "real.txt"
+    target.write_text("old")
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    atomic_write(link, lambda f: f.write("new"), mode="w")
+    assert link.is_symlink() and target.read_text() == "new"
+    dangling = tmp_path / "dangling.txt"
+    dangling.symlink_to(tmp_path / "later.txt")
+    atomic_write(dangling, lambda f: f.write("made"), mode="w")
+    assert dangling.is_symlink() and (tmp_path / "later.txt").read_text() == "made"
+
+
+def _drain(fifo: Path, into: list[bytes]) -> threading.Thread:
+    def read() -> None:
+        with open(fifo, "rb") as f:
+            into.append(f.read())
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("through_link", [False, True])
+def test_a_fifo_is_written_in_place_never_replaced(tmp_path, through_link):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    path = fifo
+    if through_link:
+        path = tmp_path / "to-fifo"
+        path.symlink_to(fifo)
+    received: list[bytes] = []
+    reader = _drain(fifo, received)
+    atomic_write(path, lambda f: f.write(b"through the pipe"))
+    reader.join(timeout=10)
+    assert received == [b"through the pipe"]
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and path.is_symlink() == through_link
+
+
+def test_a_link_to_a_file_descriptor_writes_into_it(tmp_path):
+    """A link to /proc/self/fd/N (what /dev/stdout is) writes to the descriptor; the link stays."""
+    read_end, write_end = os.pipe()
+    link = tmp_path / "stdout-like"
+    link.symlink_to(f"/proc/self/fd/{write_end}")
+    try:
+        atomic_write(link, lambda f: f.write(b"model bytes"))
+        os.close(write_end)
+        assert os.read(read_end, 100) == b"model bytes"
+    finally:
+        os.close(read_end)
+    assert link.is_symlink()
+
+
+def test_a_device_node_is_written_in_place(tmp_path):
+    """A copy of /dev/null made in the test folder: a bug replaces the copy, not the machine's."""
+    node = tmp_path / "null"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (PermissionError, OSError):
+        pytest.skip("cannot create a device node here")
+    model = tmp_path / "m.npz"
+    data = _data(tmp_path)
+    _ok(_train(data, "--model-out", node))
+    _ok(runner.invoke(app, ["train", str(data), "--epochs", "1", "--no-progress", "-o", str(model)]))
+    _ok(runner.invoke(app, ["predict", str(model), str(data), "--out", str(node)]))
+    assert stat.S_ISCHR(node.stat().st_mode)
+
+
+def test_predict_writes_to_stdout_with_a_dash_and_as_json(tmp_path):
+    data = _data(tmp_path)
+    model = tmp_path / "m.npz"
+    _ok(_train(data, "-o", model))
+    plain = runner.invoke(app, ["predict", str(model), str(data)])
+    dash = runner.invoke(app, ["predict", str(model), str(data), "--out", "-"])
+    _ok(dash)
+    assert dash.stdout == plain.stdout and len(dash.stdout.splitlines()) == 300
+    assert not (tmp_path / "-").exists() and not Path("-").exists()
+    as_json = runner.invoke(app, ["predict", str(model), str(data), "--json"])
+    _ok(as_json)
+    out = json.loads(as_json.stdout)
+    assert out["n_samples"] == 300 and out["predictions"] == plain.stdout.split()
+    scores = json.loads(runner.invoke(app, ["predict", str(model), str(data), "--json", "--scores"]).stdout)
+    assert len(scores["scores"]) == 300 and all(isinstance(v, float) for v in scores["scores"])
+
+
+def test_output_files_follow_the_umask(tmp_path):
+    data = _data(tmp_path)
+    old = os.umask(0o022)
+    try:
+        _ok(_train(data, "-o", tmp_path / "m.npz"))
+        _ok(runner.invoke(app, ["predict", str(tmp_path / "m.npz"), str(data), "--out", str(tmp_path / "p.txt")]))
+    finally:
+        os.umask(old)
+    for name in ("m.npz", "p.txt"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644
+
+
+# ------------------------------------------------------------------ checkpoints
+def test_a_checkpoint_this_run_created_is_deleted_one_that_existed_is_kept(tmp_path):
+    data = _data(tmp_path)
+    created = tmp_path / "new.ckpt.npz"
+    _ok(runner.invoke(app, ["train", str(data), "--epochs", "3", "--no-progress", "-o", str(tmp_path / "a.npz"),
+                            "--checkpoint", str(created), "--checkpoint-every", "1"]))
+    assert not created.exists()
+    kept = tmp_path / "mine.npz"
+    kept.write_bytes(b"the user's own file, named as the checkpoint")
+    _ok(runner.invoke(app, ["train", str(data), "--epochs", "3", "--no-progress", "-o", str(tmp_path / "b.npz"),
+                            "--checkpoint", str(kept), "--checkpoint-every", "1"]))
+    assert kept.exists()  # overwritten by checkpoints (the user named it), but never deleted
+
+
+def test_an_existing_default_checkpoint_is_never_touched(tmp_path):
+    data = _data(tmp_path)
+    earlier = tmp_path / "m.ckpt.npz"  # the default checkpoint of -o m.npz, from an earlier run
+    earlier.write_bytes(b"an earlier run's checkpoint")
+    result = runner.invoke(app, ["train", str(data), "--epochs", "2", "--no-progress", "-o", str(tmp_path / "m.npz"),
+                                 "--checkpoint-every", "1"])
+    assert result.exit_code == 2 and "--resume" in result.stderr and "m.ckpt.npz" in result.stderr
+    _ok(_train(data, "-o", tmp_path / "m.npz"))  # not asked for checkpoints: trains, writes none
+    assert earlier.read_bytes() == b"an earlier run's checkpoint"
+
+
+def test_ctrl_c_after_the_last_batch_is_an_interrupt_and_writes_no_model(tmp_path, monkeypatch):
+    import calopt_cli.training
+
+    real_fit = calopt.fit
+
+    def fit_then_ctrl_c(*args, **kwargs):
+        model = real_fit(*args, **kwargs)
+        signal.raise_signal(signal.SIGINT)  # arrives while the run is being finished
+        return model
+
+    monkeypatch.setattr(calopt_cli.training.calopt, "fit", fit_then_ctrl_c)
+    data = _data(tmp_path)
+    model = tmp_path / "m.npz"
+    result = _train(data, "-o", model)
+    assert result.exit_code == 130, result.output
+    assert result.stderr.startswith("calopt: interrupted after the last batch; no model written")
+    assert result.stderr.count("\n") == 1
+    assert not model.exists()
