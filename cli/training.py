@@ -12,6 +12,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -23,7 +24,7 @@ from rich.table import Table
 import calopt
 from calopt.errors import DataError, ParameterError, TrainingInterrupted
 from calopt.io import datasets
-from calopt.io.files import Dataset, align_features, read_data
+from calopt.io.files import STDIN, Dataset, align_features, read_data
 from calopt.io.labels import label_text
 from calopt.models.linear import load_model
 from calopt_cli.options import (
@@ -41,10 +42,11 @@ from calopt_cli.options import (
     epochs_text,
     run_fields,
 )
-from calopt_cli.outputs import STDOUT, Output, check_outputs, write_text
+from calopt_cli.outputs import Output, check_outputs, write_text
 from calopt_cli.progress import epoch_progress
 
-__all__ = ["DataArg", "LabelColumnOpt", "evaluate", "load_dataset", "predict", "train"]
+__all__ = ["CsvOptions", "DataArg", "DelimiterOpt", "HeaderOpt", "LabelColumnOpt", "evaluate", "load_dataset",
+           "model_reading", "predict", "reading", "train"]
 
 DataArg = Annotated[
     Optional[str],
@@ -56,18 +58,65 @@ DataArg = Annotated[
 ]
 LabelColumnOpt = Annotated[
     str,
-    typer.Option("--label-column", help="CSV only: the label column, by index (-1: last) or header name."),
+    typer.Option("--label-column", metavar="COLUMN",
+                 help="CSV only: the label column, by index (-1: last) or header name."),
+]
+DelimiterOpt = Annotated[
+    Optional[str],
+    typer.Option("--delimiter", metavar="CHAR", show_default=False,
+                 help="CSV only: the field delimiter: a character (',' ';'), 'tab' or 'whitespace'. "
+                 "Default: sniffed from the first lines (';' before tab before ',')."),
+]
+HeaderOpt = Annotated[
+    Optional[bool],
+    typer.Option("--header/--no-header", show_default=False,
+                 help="CSV only: whether the first line names the columns. Default: it does when none of "
+                 "its features is a number, when it is the column numbers 0,1,2,... or 1,2,3,..., or "
+                 "when its label is not a number and every other label is."),
 ]
 #: Column headers of the summary values a model reports.
 _HEADERS = {"value": "value", "tpr": "TPR", "tnr": "TNR", "top1": "top-1", "top5": "top-5"}
 
 
-def load_dataset(source: str, *, label_column: str = "-1", split: str = "train") -> Dataset:
-    """A data file, or an embedded dataset when ``source`` names one and is not a file."""
-    if not Path(source).exists() and source in datasets.names():
-        return datasets.load(source, split)
-    column: Any = int(label_column) if label_column.lstrip("-").isdigit() else label_column
-    return read_data(source, label_column=column)
+@dataclass(frozen=True)
+class CsvOptions:
+    """How to read a CSV file: ``--label-column``, ``--delimiter``, ``--header/--no-header``."""
+
+    label_column: str = "-1"
+    delimiter: str | None = None
+    header: bool | None = None
+
+
+def reading(dataset: Dataset) -> dict[str, Any]:
+    """How a training file was read, kept in the model as ``options["data"]`` so that every
+    later file (``--test``, evaluate, predict, aggregate) is read the same way."""
+    return {"format": dataset.format, "zero_based": dataset.zero_based, "n_features": dataset.n_features}
+
+
+def model_reading(model: Any) -> dict[str, Any]:
+    """How the model's training data were read (older model files: only its width is known)."""
+    return {**model.options.get("data", {}), "n_features": model.n_features}
+
+
+def load_dataset(source: str, csv: CsvOptions, *, split: str = "train", like: dict[str, Any] | None = None,
+                 of: str = "the model", labelled: bool = True) -> Dataset:
+    """A data file (``-``: stdin), or an embedded dataset when ``source`` names one and is not a file.
+
+    ``like`` is how the training data were read (:func:`reading`): the one index-base rule
+    (a LIBSVM file is read with the training file's base, never guessed again, so a test
+    file that happens not to use index 0 is not shifted by a column) and the one width
+    rule (:func:`calopt.io.files.align_features`: only a narrower LIBSVM file is padded;
+    ``of`` names whose width it is). ``labelled=False`` (predict) accepts a CSV of
+    features alone.
+    """
+    like = like or {}
+    if source != STDIN and not Path(source).exists() and source in datasets.names():
+        dataset = datasets.load(source, split)
+        return dataset if like.get("n_features") is None else align_features(dataset, like["n_features"], of=of)
+    zero_based = like.get("zero_based")
+    return read_data(source, label_column=csv.label_column, delimiter=csv.delimiter, header=csv.header,
+                     zero_based="auto" if zero_based is None else zero_based,
+                     n_features=like.get("n_features"), n_features_of=of, labelled=labelled)
 
 
 def _default_checkpoint(model_out: Path | None) -> Path:
@@ -209,6 +258,8 @@ def train(
     seed: SeedOpt = 0,
     positive: PositiveOpt = None,
     label_column: LabelColumnOpt = "-1",
+    delimiter: DelimiterOpt = None,
+    header: HeaderOpt = None,
     model_out: Annotated[
         Optional[Path], typer.Option("--model-out", "-o", help="Write the trained model here (.npz).")
     ] = None,
@@ -250,10 +301,12 @@ def train(
     source = data or "a9a"
     model_output, checkpoint_output, no_checkpoint = _train_outputs(
         model_out, checkpoint, resume, checkpoint_every, [source, test, resume])
-    train_set = load_dataset(source, label_column=label_column)
+    csv = CsvOptions(label_column, delimiter, header)
+    train_set = load_dataset(source, csv)
     test_set = None
     if test is not None:
-        test_set = align_features(load_dataset(test, label_column=label_column, split="test"), train_set.n_features)
+        test_set = load_dataset(test, csv, split="test", like=reading(train_set),
+                                of=f"the training data ({train_set.source})")
     elif data is None or (not Path(source).exists() and source in datasets.names()):
         test_set = datasets.load(source, "test")
     sources = {"training labels": f"{train_set.source} labels"}
@@ -273,6 +326,7 @@ def train(
             )
     except DataError as exc:
         raise exc.renamed(sources) from None
+    model.options["data"] = reading(train_set)
     if model_output is not None:
         model.save(model_output.path)
     _remove_finished_checkpoint(checkpoint_output)
@@ -315,6 +369,8 @@ def evaluate(
         typer.Option("--measure", "-m", help="Measure spec; repeat for several (default: the model's)."),
     ] = None,
     label_column: LabelColumnOpt = "-1",
+    delimiter: DelimiterOpt = None,
+    header: HeaderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate a trained model on labelled data with any registered measures.
@@ -323,7 +379,7 @@ def evaluate(
     with its macro average (the value shown).
     """
     model = load_model(model_path)
-    dataset = align_features(load_dataset(data, label_column=label_column, split="test"), model.n_features)
+    dataset = load_dataset(data, CsvOptions(label_column, delimiter, header), split="test", like=model_reading(model))
     try:
         report = model.report(dataset.X, dataset.labels, measure or None)
     except DataError as exc:
@@ -359,6 +415,8 @@ def predict(
     scores: Annotated[bool, typer.Option("--scores", help="Write decision scores, not labels (one-vs-rest: "
                                           "each class's score, separated by spaces).")] = False,
     label_column: LabelColumnOpt = "-1",
+    delimiter: DelimiterOpt = None,
+    header: HeaderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Predict labels (or scores) for a data file, one per line.
@@ -367,7 +425,8 @@ def predict(
     """
     output = check_outputs({"--out": out}, [model_path, data], stdout_ok={"--out"}).get("--out")
     model = load_model(model_path)
-    dataset = align_features(load_dataset(data, label_column=label_column, split="test"), model.n_features)
+    dataset = load_dataset(data, CsvOptions(label_column, delimiter, header), split="test", like=model_reading(model),
+                           labelled=False)
     if scores:
         values = np.asarray(calopt.to_numpy(model.decision_function(dataset.X)), dtype=np.float64)
         rows: list[Any] = [[float(v) for v in np.atleast_1d(row)] for row in values]

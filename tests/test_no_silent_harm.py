@@ -201,3 +201,147 @@ def test_ctrl_c_after_the_last_batch_is_an_interrupt_and_writes_no_model(tmp_pat
     assert result.stderr.startswith("calopt: interrupted after the last batch; no model written")
     assert result.stderr.count("\n") == 1
     assert not model.exists()
+
+
+# ------------------------------------------------------------------ one reader for streams
+def test_a_pipe_is_read_once_whole_plain_or_compressed(tmp_path):
+    """`calopt train <(cat big.svm)` read only the rows the format sniff left; `<(bzcat ...)` was refused."""
+    import bz2
+
+    data = _data(tmp_path, n=4395)
+    reference = json.loads(_train(data, "--json").stdout)
+    for content in (data.read_bytes(), bz2.compress(data.read_bytes())):
+        fifo = tmp_path / f"pipe{len(content)}"
+        os.mkfifo(fifo)
+        writer = threading.Thread(target=lambda: fifo.write_bytes(content))
+        writer.start()
+        result = _train(fifo, "--json")
+        writer.join(timeout=30)
+        _ok(result)
+        assert json.loads(result.stdout)["train"] == reference["train"]  # all 4,395 rows
+
+
+def test_stdin_is_a_data_file_for_every_command(tmp_path):
+    data = _data(tmp_path)
+    model = tmp_path / "m.npz"
+    _ok(runner.invoke(app, ["train", "-", "-o", str(model), "--epochs", "1", "--no-progress"], input=data.read_bytes()))
+    piped = runner.invoke(app, ["predict", str(model), "-"], input=data.read_bytes())
+    _ok(piped)
+    assert piped.stdout == runner.invoke(app, ["predict", str(model), str(data)]).stdout
+    evaluated = runner.invoke(app, ["evaluate", str(model), "-", "--json"], input=data.read_bytes())
+    _ok(evaluated)
+    assert json.loads(evaluated.stdout)["data"] == "<stdin>"
+    labels = tmp_path / "y.txt"
+    labels.write_text("1\n-1\n1\n")
+    _ok(runner.invoke(app, ["score", str(labels), "-", "-m", "f1"], input="1\n1\n1\n"))
+
+
+def test_csv_from_a_pipe_is_recognized_by_its_content(tmp_path):
+    rows = "".join(f"{i % 7},{(i * 3) % 5},{1 if i % 3 else -1}\n" for i in range(60))
+    result = runner.invoke(app, ["train", "-", "--epochs", "1", "--no-progress", "--json"], input=rows)
+    _ok(result)
+    assert json.loads(result.stdout)["classes"] == ["-1", "1"]
+
+
+# ------------------------------------------------------------------ one index-base rule
+def _zero_based_pair(folder: Path) -> tuple[Path, Path]:
+    """A zero-based training file and a test file from the same rows with feature 0 left out."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 5))
+    y = np.where(X[:, 1] + 0.5 * X[:, 2] > 0.3, 1, -1)
+    dump_svmlight_file(X[:400], y[:400], str(folder / "train.svm"), zero_based=True)
+    test = X[400:].copy()
+    test[:, 0] = 0.0  # index 0 never appears: read on its own, the file looks one-based
+    dump_svmlight_file(test, y[400:], str(folder / "test.svm"), zero_based=True)
+    return folder / "train.svm", folder / "test.svm"
+
+
+def test_test_files_are_read_with_the_training_files_index_base(tmp_path):
+    train, test = _zero_based_pair(tmp_path)
+    model = tmp_path / "m.npz"
+    out = json.loads(runner.invoke(app, ["train", str(train), "--test", str(test), "--epochs", "5",
+                                         "--no-progress", "--json", "-o", str(model)]).stdout)
+    assert out["test"]["value"] > 0.85  # shifted by a column it was about 0.3
+    evaluated = json.loads(runner.invoke(app, ["evaluate", str(model), str(test), "--json"]).stdout)
+    assert evaluated["measures"][0]["value"] == pytest.approx(out["test"]["value"])
+    saved = calopt.load_model(model).options["data"]
+    assert saved == {"format": "libsvm", "zero_based": True, "n_features": 5}
+    predicted = runner.invoke(app, ["predict", str(model), str(test)]).stdout.split()
+    truth = [line.split()[0] for line in test.read_text().splitlines()]
+    f1 = 2 * sum(p == t == "1" for p, t in zip(predicted, truth)) / (predicted.count("1") + truth.count("1"))
+    assert f1 == pytest.approx(out["test"]["value"])
+
+
+def test_a_one_based_model_refuses_a_test_file_with_index_0(tmp_path):
+    data = _data(tmp_path)  # dump_svmlight_file writes zero-based: make a one-based copy
+    one_based = tmp_path / "one.svm"
+    dump_svmlight_file(*_load(data), str(one_based), zero_based=False)
+    model = tmp_path / "m.npz"
+    _ok(_train(one_based, "-o", model))
+    result = runner.invoke(app, ["evaluate", str(model), str(data)])
+    assert result.exit_code == 2 and "d.svm: line 1: feature index 0" in result.stderr
+
+
+def _load(path: Path):
+    from sklearn.datasets import load_svmlight_file
+
+    return load_svmlight_file(str(path), zero_based=True)
+
+
+# ------------------------------------------------------------------ one width rule, CSV
+def _csv(folder: Path, name: str, rows: int = 80, labels: bool = True, header: str | None = None,
+         delimiter: str = ",") -> Path:
+    rng = np.random.default_rng(4)
+    X = np.round(rng.normal(size=(rows, 3)), 3)
+    y = np.where(X[:, 0] > 0.2, 1, -1)
+    lines = [delimiter.join(map(str, row)) + (f"{delimiter}{label}" if labels else "") for row, label in zip(X, y)]
+    (folder / name).write_text((header + "\n" if header else "") + "\n".join(lines) + "\n")
+    return folder / name
+
+
+def test_a_features_only_csv_is_predicted_and_refused_by_evaluate(tmp_path):
+    model = tmp_path / "m.npz"
+    _ok(_train(_csv(tmp_path, "train.csv"), "-o", model))
+    features = _csv(tmp_path, "features.csv", labels=False)
+    labelled = runner.invoke(app, ["predict", str(model), str(_csv(tmp_path, "again.csv"))])
+    alone = runner.invoke(app, ["predict", str(model), str(features)])
+    _ok(alone)
+    assert alone.stdout == labelled.stdout  # all three columns are features, none taken as a label
+    refused = runner.invoke(app, ["evaluate", str(model), str(features)])
+    assert refused.exit_code == 2
+    assert refused.stderr == f"calopt: error: {features} has 2 features and a label column, the model has 3\n"
+
+
+def test_a_narrower_libsvm_test_file_is_padded(tmp_path):
+    data = _data(tmp_path)
+    X, y = _load(data)
+    X = X.toarray()
+    X[:, -1] = 0.0
+    dump_svmlight_file(X[:, :-1], y, str(tmp_path / "narrow.svm"), zero_based=True)
+    result = _train(data, "--test", tmp_path / "narrow.svm", "--json")
+    _ok(result)
+
+
+@pytest.mark.parametrize("header", ["0,1,2,3", "1,2,3,4", "a,b,c,y", "0,1,2,y"])
+def test_a_header_of_column_names_or_numbers_is_not_a_data_row(tmp_path, header):
+    path = _csv(tmp_path, "h.csv", header=header)
+    out = json.loads(_train(path, "--json").stdout)
+    assert out["classes"] == ["-1", "1"]  # no third, bogus class from the header
+    forced = runner.invoke(app, ["train", str(path), "--no-header", "--epochs", "1", "--no-progress", "--json"])
+    if header.startswith("a"):  # forced to be data: its names are not numbers
+        assert forced.exit_code == 2 and "h.csv: line 1, column 1" in forced.stderr
+    else:  # forced to be data: its label field is a class of its own
+        assert len(json.loads(forced.stdout)["classes"]) == 3
+
+
+def test_header_and_delimiter_options(tmp_path):
+    semicolons = _csv(tmp_path, "s.txt", delimiter=";", header="p;q;r;label")
+    out = json.loads(_train(semicolons, "--json", "--label-column", "label").stdout)
+    assert out["classes"] == ["-1", "1"]
+    numbered = _csv(tmp_path, "n.csv", header="5,6,7,8")  # not column numbers: data, unless --header
+    assert len(json.loads(_train(numbered, "--json").stdout)["classes"]) == 3
+    assert json.loads(_train(numbered, "--json", "--header").stdout)["classes"] == ["-1", "1"]
+    tabs = _csv(tmp_path, "t.data", delimiter="\t")
+    assert json.loads(_train(tabs, "--json", "--delimiter", "tab").stdout)["classes"] == ["-1", "1"]
+    wrong = runner.invoke(app, ["train", str(tabs), "--delimiter", ";", "--epochs", "1", "--no-progress"])
+    assert wrong.exit_code == 2 and "t.data" in wrong.stderr

@@ -117,7 +117,7 @@ _BAD_INPUTS = {
         ["train.svm", "positive class '7' is not among the labels"]),
     "test has more features": (
         lambda d: ["train", _train_file(d), "--test", _write(d, "wide.svm", "1 9:1.0\n-1 1:0.5\n")],
-        ["wide.svm", "9 features"]),
+        ["wide.svm", "10 features"]),  # read zero-based, as the training file is
     "unknown measure": (
         lambda d: ["train", _train_file(d), "--measure", "gmaen"],
         ["unknown measure 'gmaen'", "did you mean 'gmean'"]),
