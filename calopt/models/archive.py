@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
 import tempfile
 import zipfile
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from calopt.errors import ModelFileError
+from calopt.io.files import npz_arrays
 
 __all__ = ["FORMAT_NAMES", "atomic_write", "load_archive", "read_format", "read_npz", "save_archive",
            "saved_history", "write_npz"]
@@ -107,30 +109,54 @@ def write_npz(handle: Any, arrays: dict[str, np.ndarray]) -> None:
 
 
 def read_npz(path: str | os.PathLike, what: str) -> dict[str, np.ndarray]:
-    """The arrays of the ``.npz`` at ``path``, read without pickle; a one-line ModelFileError
-    when it is missing, empty, truncated or no archive (``what``: "model file", ...)."""
+    """The arrays of the ``.npz`` at ``path``, read without pickle and each member's declared
+    size checked before it is allocated (:func:`calopt.io.files.npz_arrays`); a one-line
+    ModelFileError when it is missing, empty, truncated, no archive or holds a bad array
+    (``what``: "model file", ...)."""
     path, magic = Path(path), None
     try:
         with open(path, "rb") as handle:
             magic = handle.read(4)
-        with np.load(path, allow_pickle=False) as archive:
-            return {key: archive[key] for key in archive.files}
+        return npz_arrays(path)
     except FileNotFoundError:
         raise ModelFileError(f"{path}: no such {what}") from None
     except IsADirectoryError:
         raise ModelFileError(f"{path}: is a directory, not a calopt {what}") from None
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, NotImplementedError) as exc:
         if magic is None:
             problem = f"cannot read ({getattr(exc, 'strerror', None) or exc})"
         elif not magic:
             problem = "empty file"
         elif magic != b"PK\x03\x04":
             problem = "not an .npz archive"
-        elif isinstance(exc, ValueError):  # e.g. an object array, refused without unpickling
+        elif isinstance(exc, ValueError):  # a member that is no array, an object array, a forged size
             problem = f"unreadable array ({exc})"
         else:  # a zip archive, cut short or damaged
             problem = f"truncated or corrupt archive ({type(exc).__name__}: {exc})"
         raise ModelFileError(f"{path}: not a calopt {what}: {problem}") from None
+
+
+#: How deeply the metadata's JSON may nest (a model's is 3 deep, a checkpoint's about 12).
+_MAX_DEPTH = 64
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _metadata(blob: np.ndarray) -> Any:
+    """The JSON document in the ``metadata`` array; ValueError when it is not one, or nests
+    deeper than :data:`_MAX_DEPTH` (counted before parsing: no RecursionError)."""
+    if blob.dtype != np.uint8 or blob.ndim != 1:
+        raise ValueError(f"metadata is a {blob.dtype} array, not UTF-8 bytes")
+    raw = blob.tobytes()
+    depth = 0
+    for token in _JSON_TOKENS.finditer(raw):
+        bracket = token.group()
+        if bracket in (b"[", b"{"):
+            depth += 1
+            if depth > _MAX_DEPTH:
+                raise ValueError(f"metadata nested more than {_MAX_DEPTH} levels deep")
+        elif bracket in (b"]", b"}"):
+            depth -= 1
+    return json.loads(raw.decode())
 
 
 def _checksum(arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> str:
@@ -167,10 +193,12 @@ def load_archive(path: str | os.PathLike, *, format: str, version: int,
     """
     path, what = Path(path), FORMAT_NAMES[format].removeprefix("calopt ")
     arrays = read_npz(path, what)
+    if "metadata" not in arrays:
+        raise ModelFileError(f"{path}: not a calopt {what} (no metadata)")
     try:
-        metadata = json.loads(arrays.pop("metadata").tobytes().decode())
-    except (KeyError, AttributeError, UnicodeDecodeError, json.JSONDecodeError):
-        raise ModelFileError(f"{path}: not a calopt {what} (no readable metadata)") from None
+        metadata = _metadata(arrays.pop("metadata"))
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError too
+        raise ModelFileError(f"{path}: not a calopt {what} (unreadable metadata: {_short(exc)})") from None
     kind = metadata.get("format") if isinstance(metadata, dict) else None
     if kind != format:
         other = f" (it is a {FORMAT_NAMES[kind]})" if kind in FORMAT_NAMES else ""
@@ -179,6 +207,10 @@ def load_archive(path: str | os.PathLike, *, format: str, version: int,
     if not isinstance(found, int) or found > version:
         raise ModelFileError(f"{path}: {what} format version {found} is newer than this calopt "
                              f"understands ({version}); upgrade calopt")
+    for key, value in arrays.items():  # before the checksum, which reads them as numbers
+        if value.dtype.kind not in "biuf":
+            raise ModelFileError(f"{path}: array {_short(key)} holds {value.dtype} values; a calopt {what} "
+                                 "holds numbers only")
     if metadata.pop("sha256", None) != checksum(arrays, metadata):
         raise ModelFileError(f"{path}: checksum mismatch: the {what} is corrupt")
     return arrays, metadata
@@ -192,8 +224,13 @@ def saved_history(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def read_format(path: str | os.PathLike) -> str | None:
     """The ``format`` named in the metadata of the archive at ``path``; None when unreadable."""
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            metadata = json.loads(archive["metadata"].tobytes().decode())
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, AttributeError, UnicodeDecodeError):
+        metadata = _metadata(npz_arrays(path)["metadata"])
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, NotImplementedError):
         return None
     return metadata.get("format") if isinstance(metadata, dict) else None
+
+
+def _short(text: object, limit: int = 80) -> str:
+    """``text`` on one line, cut at ``limit`` characters."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
