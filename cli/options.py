@@ -138,7 +138,8 @@ SeedOpt = Annotated[
     Optional[int],
     typer.Option(
         "--seed",
-        help="Random seed (shuffling, initialisation); the same seed gives the same run.",
+        min=0,
+        help="Random seed, a whole number ≥ 0 (shuffling, initialisation); the same seed gives the same run.",
         show_default=False,
     ),
 ]

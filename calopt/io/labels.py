@@ -42,12 +42,14 @@ def label_text(value: Any) -> str:
     return str(value)
 
 
+def _cut(text: str) -> str:
+    return text if len(text) <= _SHOWN_LABEL else text[: _SHOWN_LABEL - 1] + "…"
+
+
 def show_label(value: Any) -> str:
     """A label for a message: ``1`` for 1.0, ``'g'`` for a string, cut when long."""
     value = json_label(value)
-    text = label_text(value)
-    if len(text) > _SHOWN_LABEL:
-        text = text[: _SHOWN_LABEL - 1] + "…"
+    text = _cut(label_text(value))
     return repr(text) if isinstance(value, str) else text
 
 
@@ -142,7 +144,7 @@ def encode_among(labels: Any, classes: tuple[Any, ...], *, source: str = "labels
             codes[match] = code
     unknown = np.flatnonzero(codes < 0)
     if unknown.size:
-        shown = ", ".join(label_text(c) for c in classes[:8]) + (", …" if len(classes) > 8 else "")
-        raise DataError(f"row {int(unknown[0]) + 1}: label {label_text(labels[unknown[0]])} "
+        shown = ", ".join(_cut(label_text(c)) for c in classes[:8]) + (", …" if len(classes) > 8 else "")
+        raise DataError(f"row {int(unknown[0]) + 1}: label {_cut(label_text(labels[unknown[0]]))} "
                         f"is not one of the model's classes ({shown})", source=source)
     return codes
