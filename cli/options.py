@@ -76,6 +76,7 @@ MeasureOpt = Annotated[
     typer.Option(
         "--measure",
         "-m",
+        metavar="SPEC",
         help="Performance measure as a spec: [bold]name[/bold] or "
         "[bold]name:key=value,...[/bold] (gmean, fbeta:beta=2). "
         "See [bold]calopt list-measures[/bold].",
@@ -88,6 +89,7 @@ LossOpt = Annotated[
     typer.Option(
         "--loss",
         "-l",
+        metavar="SPEC",
         help="Margin loss as a spec (logistic, hinge, ...). See [bold]calopt list-losses[/bold].",
         autocompletion=_completer("loss"),
     ),
@@ -98,7 +100,8 @@ AlgorithmOpt = Annotated[
     typer.Option(
         "--algorithm",
         "-a",
-        help="Training algorithm as a spec (spade, stamp:epochs=20, ...). "
+        metavar="SPEC",
+        help="Training algorithm as a spec (spade, stamp:step=10, ...). "
         "See [bold]calopt list-algorithms[/bold].",
         autocompletion=_completer("algorithm"),
     ),
@@ -109,6 +112,7 @@ BackendOpt = Annotated[
     typer.Option(
         "--backend",
         "-b",
+        metavar="NAME",
         help=f"Array backend: {', '.join(BACKENDS)} (cupy runs on an NVIDIA GPU).",
         callback=_choice("backend", BACKENDS),
         autocompletion=_complete_from(BACKENDS),
@@ -119,6 +123,7 @@ DtypeOpt = Annotated[
     str,
     typer.Option(
         "--dtype",
+        metavar="NAME",
         help="Working floating-point dtype: float64 or float32.",
         callback=_choice("dtype", DTYPES),
         autocompletion=_complete_from(DTYPES),
@@ -129,6 +134,7 @@ DeviceOpt = Annotated[
     Optional[str],
     typer.Option(
         "--device",
+        metavar="DEVICE",
         help="Device for the backend: cpu, a GPU index (0) or cuda:N. Default: the backend's default.",
         show_default=False,
     ),
@@ -138,6 +144,7 @@ SeedOpt = Annotated[
     Optional[int],
     typer.Option(
         "--seed",
+        metavar="N",
         min=0,
         help="Random seed, a whole number ≥ 0 (shuffling, initialisation); the same seed gives the same run.",
         show_default=False,
@@ -148,6 +155,7 @@ PositiveOpt = Annotated[
     Optional[str],
     typer.Option(
         "--positive",
+        metavar="LABEL",
         help="Label of the positive class, as written in the label file "
         "(default: the greater of the two labels).",
         show_default=False,

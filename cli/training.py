@@ -242,7 +242,7 @@ def train(
     data: DataArg = None,
     test: Annotated[
         Optional[str],
-        typer.Option("--test", help="Test data, scored after training (padded to the training features)."),
+        typer.Option("--test", metavar="FILE", help="Test data, scored after training; read like the training data (a LIBSVM file with its index base; only a narrower LIBSVM file is padded to its width)."),
     ] = None,
     measure: MeasureOpt = "f1",
     algorithm: AlgorithmOpt = "",
@@ -250,10 +250,10 @@ def train(
     backend: BackendOpt = "numpy",
     dtype: DtypeOpt = None,
     device: DeviceOpt = None,
-    epochs: Annotated[int, typer.Option("--epochs", "-e", min=1, help="Passes over the training data.")] = 10,
+    epochs: Annotated[int, typer.Option("--epochs", "-e", min=1, metavar="N", help="Passes over the training data.")] = 10,
     batch_size: Annotated[
         Optional[int],
-        typer.Option("--batch-size", min=1, help="Mini-batch size (default: n/100, from 32 to 1024)."),
+        typer.Option("--batch-size", min=1, metavar="N", help="Mini-batch size (default: n/100, from 32 to 1024)."),
     ] = None,
     seed: SeedOpt = 0,
     positive: PositiveOpt = None,
@@ -261,23 +261,23 @@ def train(
     delimiter: DelimiterOpt = None,
     header: HeaderOpt = None,
     model_out: Annotated[
-        Optional[Path], typer.Option("--model-out", "-o", help="Write the trained model here (.npz).")
+        Optional[Path], typer.Option("--model-out", "-o", metavar="FILE", help="Write the trained model here (.npz).")
     ] = None,
     as_json: JsonOpt = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
     checkpoint: Annotated[
         Optional[Path],
-        typer.Option("--checkpoint", help="Where to write checkpoints (default: the --resume file, "
+        typer.Option("--checkpoint", metavar="FILE", help="Where to write checkpoints (default: the --resume file, "
                      "else OUT.ckpt.npz beside --model-out OUT.npz, else ./calopt-checkpoint.npz).",
                      show_default=False),
     ] = None,
     checkpoint_every: Annotated[
         Optional[int],
-        typer.Option("--checkpoint-every", min=1, help="Also write a checkpoint every N epochs.", show_default=False),
+        typer.Option("--checkpoint-every", min=1, metavar="N", help="Also write a checkpoint every N epochs.", show_default=False),
     ] = None,
     resume: Annotated[
         Optional[Path],
-        typer.Option("--resume", help="Continue the interrupted run saved in this checkpoint "
+        typer.Option("--resume", metavar="FILE", help="Continue the interrupted run saved in this checkpoint "
                      "(give the same data and options).", show_default=False),
     ] = None,
 ) -> None:
@@ -366,7 +366,7 @@ def evaluate(
     data: Annotated[str, typer.Argument(help="Data file, or an embedded dataset name (its test split).")],
     measure: Annotated[
         Optional[list[str]],
-        typer.Option("--measure", "-m", help="Measure spec; repeat for several (default: the model's)."),
+        typer.Option("--measure", "-m", metavar="SPEC", help="Measure spec; repeat for several (default: the model's)."),
     ] = None,
     label_column: LabelColumnOpt = "-1",
     delimiter: DelimiterOpt = None,
@@ -409,7 +409,7 @@ def predict(
     model_path: Annotated[Path, typer.Argument(metavar="MODEL", help="A model file written by calopt train.")],
     data: Annotated[str, typer.Argument(help="Data file (labels are ignored), or an embedded dataset name (its test split).")],
     out: Annotated[
-        Optional[Path], typer.Option("--out", help="Write here instead of stdout ('-': stdout; a file is "
+        Optional[Path], typer.Option("--out", metavar="FILE", help="Write here instead of stdout ('-': stdout; a file is "
                                      "replaced atomically, /dev/null or a FIFO written in place).")
     ] = None,
     scores: Annotated[bool, typer.Option("--scores", help="Write decision scores, not labels (one-vs-rest: "
