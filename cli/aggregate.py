@@ -12,7 +12,8 @@ from rich.table import Table
 
 from calopt.training.aggregate import RADIUS, load_models
 from calopt.training.aggregate import aggregate as aggregate_models
-from calopt.errors import ParameterError
+from calopt.errors import DataError, ParameterError
+from calopt.io.labels import encode_like
 from calopt_cli.outputs import check_outputs
 from calopt_cli.options import JsonOpt, MeasureOpt, SeedOpt, echo_json, epochs_text
 from calopt_cli.training import CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, load_dataset, model_reading
@@ -83,12 +84,19 @@ def aggregate(
     named = load_models(models)
     like = _common_reading(named)
     csv = CsvOptions(label_column, delimiter, header)
-    data_set = load_dataset(data, csv, like=like, of="the models")
+    data_set = load_dataset(data, csv, like=like, of="each model")
     test_set = None
     if test is not None:
-        test_set = load_dataset(test, csv, split="test", like=like, of="the models")
-    model = aggregate_models(named, data_set.X, data_set.labels, radius=radius, measure=measure or None,
-                             epochs=epochs, seed=seed if seed is not None else 0, weighting=weighting)
+        test_set = load_dataset(test, csv, split="test", like=like, of="each model")
+        # before the work, not after it: labels the models cannot score
+        encode_like(test_set.labels, next(iter(named.values())).classes, source=f"{test_set.source} labels")
+    try:
+        model = aggregate_models(named, data_set.X, data_set.labels, radius=radius, measure=measure or None,
+                                 epochs=epochs, seed=seed if seed is not None else 0, weighting=weighting)
+    except DataError as exc:  # about the aggregation data: name the file
+        if exc.source is None:
+            raise DataError(exc.detail, source=data_set.source) from None
+        raise exc.renamed({"aggregation labels": f"{data_set.source} labels"}) from None
     sets = [data_set] + ([test_set] if test_set is not None else [])
     details = model.options["aggregate"]
     rows = [(name, theta, base) for name, theta, base in zip(named, details["theta"], named.values())]

@@ -69,7 +69,7 @@ def _check_one(option: str, path: Path, stdout_ok: bool) -> Output:
     refuse = lambda problem: ParameterError(f"{option} {_shown(path)}: {problem}")  # noqa: E731
     if str(path) == STDOUT:
         if not stdout_ok:
-            raise refuse("standard output is for predictions; name a file (or /dev/stdout)")
+            raise refuse("standard output ('-') is only for predict --out; name a file")
         return Output(option, path, existed=False, special=True)
     problem = _too_long(path)
     if problem:
@@ -78,6 +78,8 @@ def _check_one(option: str, path: Path, stdout_ok: bool) -> Output:
         found = os.stat(path)  # follows links: what would be written
     except FileNotFoundError:
         found = None
+    except NotADirectoryError:
+        raise refuse("a folder in the path is a file, not a directory") from None
     except OSError as exc:
         raise refuse(f"cannot use this path ({exc.strerror or exc})") from None
     if found is not None and stat.S_ISDIR(found.st_mode):
