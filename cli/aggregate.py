@@ -40,25 +40,31 @@ def aggregate(
     ],
     data: Annotated[
         str,
-        typer.Option("--data", metavar="FILE", help="Aggregation data: a data file or an embedded dataset name (its train split)."),
+        typer.Option("--data", metavar="FILE",
+                     help="Aggregation data: a data file or an embedded dataset name (its train split)."),
     ],
-    model_out: Annotated[Path, typer.Option("--model-out", "-o", metavar="FILE", help="Write the aggregate model here (.npz).")],
+    model_out: Annotated[
+        Path, typer.Option("--model-out", "-o", metavar="FILE", help="Write the aggregate model here (.npz).")
+    ],
     radius: Annotated[
         float,
-        typer.Option("--lambda", metavar="NUMBER", help="λ, the total weight Σθ = λ of the models (the ℓ1 radius). Each "
-                     "model is scaled to its best logistic fit on DATA, so λ = 1 mixes them as they "
+        typer.Option("--lambda", metavar="NUMBER",
+                     help="λ, the total weight Σθ = λ of the models (the ℓ1 radius). Each model is scaled "
+                     "to its best logistic fit on DATA, so λ = 1 mixes them as they "
                      "are and a larger λ makes the mixture more confident."),
     ] = RADIUS,
     measure: MeasureOpt = "",
     test: Annotated[
         Optional[str],
-        typer.Option("--test", metavar="FILE", help="Test data, scored after aggregating (an embedded name: its test split)."),
+        typer.Option("--test", metavar="FILE",
+                     help="Test data, scored after aggregating (an embedded name: its test split)."),
     ] = None,
     epochs: Annotated[int, typer.Option("--epochs", "-e", metavar="N", help="Passes over the aggregation data.")] = 10,
     weighting: Annotated[
         str,
-        typer.Option("--weighting", metavar="NAME", help="'measure': weigh the loss per class by the measure's gradient at "
-                     "the best model on DATA; 'none': the plain logistic loss."),
+        typer.Option("--weighting", metavar="NAME",
+                     help="'measure': weigh the loss per class by the measure's gradient at the best model "
+                     "on DATA; 'none': the plain logistic loss."),
     ] = "measure",
     seed: SeedOpt = 0,
     label_column: LabelColumnOpt = "-1",

@@ -242,7 +242,9 @@ def train(
     data: DataArg = None,
     test: Annotated[
         Optional[str],
-        typer.Option("--test", metavar="FILE", help="Test data, scored after training; read like the training data (a LIBSVM file with its index base; only a narrower LIBSVM file is padded to its width)."),
+        typer.Option("--test", metavar="FILE",
+                     help="Test data, scored after training; read like the training data (a LIBSVM file with "
+                     "its index base; only a narrower LIBSVM file is padded to its width)."),
     ] = None,
     measure: MeasureOpt = "f1",
     algorithm: AlgorithmOpt = "",
@@ -250,7 +252,9 @@ def train(
     backend: BackendOpt = "numpy",
     dtype: DtypeOpt = None,
     device: DeviceOpt = None,
-    epochs: Annotated[int, typer.Option("--epochs", "-e", min=1, metavar="N", help="Passes over the training data.")] = 10,
+    epochs: Annotated[
+        int, typer.Option("--epochs", "-e", min=1, metavar="N", help="Passes over the training data.")
+    ] = 10,
     batch_size: Annotated[
         Optional[int],
         typer.Option("--batch-size", min=1, metavar="N", help="Mini-batch size (default: n/100, from 32 to 1024)."),
@@ -273,7 +277,8 @@ def train(
     ] = None,
     checkpoint_every: Annotated[
         Optional[int],
-        typer.Option("--checkpoint-every", min=1, metavar="N", help="Also write a checkpoint every N epochs.", show_default=False),
+        typer.Option("--checkpoint-every", min=1, metavar="N", help="Also write a checkpoint every N epochs.",
+                     show_default=False),
     ] = None,
     resume: Annotated[
         Optional[Path],
@@ -366,7 +371,8 @@ def evaluate(
     data: Annotated[str, typer.Argument(help="Data file, or an embedded dataset name (its test split).")],
     measure: Annotated[
         Optional[list[str]],
-        typer.Option("--measure", "-m", metavar="SPEC", help="Measure spec; repeat for several (default: the model's)."),
+        typer.Option("--measure", "-m", metavar="SPEC",
+                     help="Measure spec; repeat for several (default: the model's)."),
     ] = None,
     label_column: LabelColumnOpt = "-1",
     delimiter: DelimiterOpt = None,
@@ -409,8 +415,9 @@ def predict(
     model_path: Annotated[Path, typer.Argument(metavar="MODEL", help="A model file written by calopt train.")],
     data: Annotated[str, typer.Argument(help="Data file (labels are ignored), or an embedded dataset name (its test split).")],
     out: Annotated[
-        Optional[Path], typer.Option("--out", metavar="FILE", help="Write here instead of stdout ('-': stdout; a file is "
-                                     "replaced atomically, /dev/null or a FIFO written in place).")
+        Optional[Path], typer.Option("--out", metavar="FILE",
+                                     help="Write here instead of stdout ('-': stdout; a file is replaced "
+                                     "atomically, /dev/null or a FIFO written in place).")
     ] = None,
     scores: Annotated[bool, typer.Option("--scores", help="Write decision scores, not labels (one-vs-rest: "
                                           "each class's score, separated by spaces).")] = False,

@@ -235,11 +235,25 @@ OUTPUT_CASES_EXTRA: dict[str, tuple[Build, list[str]]] = {
 }
 
 
+def _no_work_before_the_check(monkeypatch) -> None:
+    """Reading data or a model before the outputs are checked is a bug: make it a traceback."""
+    import calopt_cli.aggregate
+    import calopt_cli.training
+
+    def work(*args, **kwargs):
+        raise AssertionError("data or a model was read before the output paths were checked")
+
+    for module, name in [(calopt_cli.training, "read_data"), (calopt_cli.training, "load_model"),
+                         (calopt_cli.aggregate, "load_models")]:
+        monkeypatch.setattr(module, name, work)
+
+
 @pytest.mark.parametrize("case", list(OUTPUT_CASES))
 def test_an_output_path_that_would_do_harm_is_refused_before_any_work(tmp_path, templates, monkeypatch, case):
     writer, problem = OUTPUT_CASES[case]
     option, argv = WRITERS[writer]
     path, fragments = OUTPUT_PROBLEMS[problem]
+    _no_work_before_the_check(monkeypatch)
     _run_case(tmp_path, templates, monkeypatch, lambda d: argv(path(d)), [option, *fragments])
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from calopt.errors import DataError, ParameterError, UnknownNameError
+from calopt.errors import DataError, ParameterError, UnknownNameError, one_line
 
 __all__ = [
     "FORMATS",
@@ -111,12 +111,6 @@ class Dataset:
 
 
 # ----------------------------------------------------------------------------- opening
-
-
-def _one_line(text: object, limit: int = 120) -> str:
-    """``text`` squeezed onto one line and cut at ``limit`` characters."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _excerpt(line: bytes | str, limit: int = 60) -> str:
@@ -211,8 +205,8 @@ def _open(found: _Input):
 def _corrupt(found: _Input, exc: BaseException) -> DataError:
     if found.compression:
         label = "bzip2" if found.compression == "bz2" else "gzip"
-        return DataError(f"{found.source}: corrupt {label} data ({_one_line(exc)})")
-    return DataError(f"{found.source}: cannot read ({_one_line(exc)})")
+        return DataError(f"{found.source}: corrupt {label} data ({one_line(exc)})")
+    return DataError(f"{found.source}: cannot read ({one_line(exc)})")
 
 
 def _read_bytes(found: _Input, size: int = -1) -> bytes:
@@ -425,7 +419,7 @@ def _libsvm_error(found: _Input, zero_based: bool | str, exc: BaseException | No
         k = int(np.flatnonzero(~np.isfinite(X.data))[0]) if X.nnz else 0
         row = int(np.searchsorted(X.indptr, k, side="right")) - 1
         return DataError(f"{found.source}: data row {row + 1}: a label or feature is not finite")
-    return DataError(f"{found.source}: not a LIBSVM/svmlight file ({_one_line(exc)})")
+    return DataError(f"{found.source}: not a LIBSVM/svmlight file ({one_line(exc)})")
 
 
 def _decode(raw: bytes, source: str) -> str:
@@ -484,7 +478,7 @@ def _split_rows(
         return [[field.strip() for field in row] for row in reader]
     except csv.Error as exc:
         number = lines[min(reader.line_num, len(lines)) - 1][0]
-        raise DataError(f"{source}: line {number}: {_one_line(exc)}") from None
+        raise DataError(f"{source}: line {number}: {one_line(exc)}") from None
 
 
 #: ``--delimiter`` names for the characters that are awkward to type.
@@ -665,7 +659,7 @@ def _member_problem(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> str | No
             else:
                 return f"{name}: .npy format version {version[0]}.{version[1]} is not supported"
         except (ValueError, EOFError, SyntaxError) as exc:
-            return f"{name}: not a .npy array ({_one_line(exc, 80)})"
+            return f"{name}: not a .npy array ({one_line(exc, 80)})"
         header = member.tell()
     if dtype.hasobject:
         return f"{name}: an array of Python objects (refused: reading it would need pickle)"
@@ -712,9 +706,9 @@ def _read_npz(found: _Input, labelled: bool = True) -> Dataset:
     try:
         arrays = npz_arrays(file)
     except ValueError as exc:
-        raise DataError(f"{source}: {_one_line(exc)}") from None
+        raise DataError(f"{source}: {one_line(exc)}") from None
     except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, NotImplementedError) as exc:
-        raise DataError(f"{source}: not an NPZ archive ({_one_line(exc)})") from None
+        raise DataError(f"{source}: not an NPZ archive ({one_line(exc)})") from None
     missing = [key for key in ("X", "y") if key not in arrays and (labelled or key == "X")]
     if missing:
         names = ", ".join(_excerpt(name, 20) for name in list(arrays)[:8]) or "nothing"
@@ -821,7 +815,7 @@ def train_test_split(
             stratify=dataset.labels if stratify else None,
         )
     except ValueError as exc:
-        raise DataError(f"{dataset.source}: cannot split ({_one_line(exc)})") from None
+        raise DataError(f"{dataset.source}: cannot split ({one_line(exc)})") from None
     return (
         dataset.like(X_train, y_train, f"{dataset.source} [train part]"),
         dataset.like(X_test, y_test, f"{dataset.source} [test part]"),

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from calopt.errors import ModelFileError
+from calopt.errors import ModelFileError, one_line
 from calopt.io.files import npz_arrays
 
 __all__ = ["FORMAT_NAMES", "atomic_write", "load_archive", "read_format", "read_npz", "save_archive",
@@ -198,7 +198,7 @@ def load_archive(path: str | os.PathLike, *, format: str, version: int,
     try:
         metadata = _metadata(arrays.pop("metadata"))
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError too
-        raise ModelFileError(f"{path}: not a calopt {what} (unreadable metadata: {_short(exc)})") from None
+        raise ModelFileError(f"{path}: not a calopt {what} (unreadable metadata: {one_line(exc, 80)})") from None
     kind = metadata.get("format") if isinstance(metadata, dict) else None
     if kind != format:
         other = f" (it is a {FORMAT_NAMES[kind]})" if kind in FORMAT_NAMES else ""
@@ -209,7 +209,7 @@ def load_archive(path: str | os.PathLike, *, format: str, version: int,
                              f"understands ({version}); upgrade calopt")
     for key, value in arrays.items():  # before the checksum, which reads them as numbers
         if value.dtype.kind not in "biuf":
-            raise ModelFileError(f"{path}: array {_short(key)} holds {value.dtype} values; a calopt {what} "
+            raise ModelFileError(f"{path}: array {one_line(key, 80)} holds {value.dtype} values; a calopt {what} "
                                  "holds numbers only")
     if metadata.pop("sha256", None) != checksum(arrays, metadata):
         raise ModelFileError(f"{path}: checksum mismatch: the {what} is corrupt")
@@ -228,9 +228,3 @@ def read_format(path: str | os.PathLike) -> str | None:
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, NotImplementedError):
         return None
     return metadata.get("format") if isinstance(metadata, dict) else None
-
-
-def _short(text: object, limit: int = 80) -> str:
-    """``text`` on one line, cut at ``limit`` characters."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

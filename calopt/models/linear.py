@@ -21,7 +21,7 @@ import numpy as np
 
 from calopt import registry
 from calopt.backends import backend_of, get_backend, is_sparse, to_numpy
-from calopt.errors import DataError, ModelFileError, ParameterError
+from calopt.errors import DataError, ModelFileError, ParameterError, one_line
 from calopt.io.labels import encode_among, encode_like, json_label, label_text
 from calopt.measures import confusion_counts, safe_divide
 from calopt.models.archive import load_archive, read_format, save_archive, saved_history
@@ -176,7 +176,8 @@ class Model:
         _check(isinstance(history, list) and all(isinstance(row, dict) for row in history),
                f"history must be a list of objects, not {_shown(history)}")
         status = metadata["status"]
-        _check(isinstance(status, int) and not isinstance(status, bool), f"status must be an integer, not {_shown(status)}")
+        _check(isinstance(status, int) and not isinstance(status, bool),
+               f"status must be an integer, not {_shown(status)}")
         fit_seconds = metadata.get("fit_seconds", 0.0)  # files of before 0.1 only
         _check(_is_number(fit_seconds), f"fit_seconds must be a number, not {_shown(fit_seconds)}")
         return dict(
@@ -212,8 +213,7 @@ def _numbers(array: np.ndarray, name: str) -> np.ndarray:
 
 def _shown(value: Any, limit: int = 40) -> str:
     """A value from a file, for a message: its JSON, cut when long."""
-    text = json.dumps(value, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return one_line(json.dumps(value, default=str), limit)
 
 
 @dataclass
@@ -278,7 +278,8 @@ class LinearModel(Model):
     @classmethod
     def _from_file(cls, arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> LinearModel:
         common = cls._common(arrays, metadata)
-        _check(common["coef"].ndim == 1, f"coef of a binary model must be a vector, not of shape {common['coef'].shape}")
+        _check(common["coef"].ndim == 1,
+               f"coef of a binary model must be a vector, not of shape {common['coef'].shape}")
         _check(len(common["classes"]) == 2, f"a binary model has 2 classes, not {len(common['classes'])}")
         for key in ("intercept", "threshold"):
             _check(_is_number(metadata.get(key)), f"{key} must be a finite number, not {_shown(metadata.get(key))}")
