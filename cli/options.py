@@ -25,8 +25,8 @@ __all__ = [
     "PositiveOpt",
     "SeedOpt",
     "echo_json",
-    "json_text",
     "epochs_text",
+    "json_text",
     "run_fields",
 ]
 

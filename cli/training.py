@@ -38,8 +38,8 @@ from calopt_cli.options import (
     PositiveOpt,
     SeedOpt,
     echo_json,
-    json_text,
     epochs_text,
+    json_text,
     run_fields,
 )
 from calopt_cli.outputs import Output, check_outputs, write_text
@@ -119,10 +119,10 @@ def load_dataset(source: str, csv: CsvOptions, *, split: str = "train", like: di
                      n_features=like.get("n_features"), n_features_of=of, labelled=labelled)
 
 
-def _default_checkpoint(model_out: Path | None) -> Path:
-    """OUT.ckpt.npz beside --model-out OUT.npz, else ./calopt-checkpoint.npz."""
-    if model_out is not None:
-        return model_out.with_name(model_out.name.removesuffix(".npz") + ".ckpt.npz")
+def _default_checkpoint(model_out: Output | None) -> Path:
+    """OUT.ckpt.npz beside --model-out OUT.npz (a file), else ./calopt-checkpoint.npz."""
+    if model_out is not None and not model_out.special:  # not beside /dev/null or a FIFO
+        return model_out.path.with_name(model_out.path.name.removesuffix(".npz") + ".ckpt.npz")
     return Path("calopt-checkpoint.npz")
 
 
@@ -141,7 +141,7 @@ def _train_outputs(model_out: Path | None, checkpoint: Path | None, resume: Path
     checked = check_outputs({"--model-out": model_out, option: named}, inputs, may_equal={option: resume})
     if named is not None:
         return checked.get("--model-out"), checked[option], ""
-    default = _default_checkpoint(model_out)
+    default = _default_checkpoint(checked.get("--model-out"))
     try:
         output = check_outputs({"--model-out": model_out, "--checkpoint": default}, inputs)["--checkpoint"]
         if output.existed:
