@@ -31,7 +31,10 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise ParameterError(f"bad parameter {item!r} in {spec!r}: expected key=value")
-        params[key.strip().replace("-", "_")] = value.strip()
+        key = key.strip().replace("-", "_")
+        if key in params:
+            raise ParameterError(f"parameter {key!r} is given twice in {spec!r}")
+        params[key] = value.strip()
     if not name.strip():
         raise ParameterError(f"bad spec {spec!r}: no name before ':'")
     return normalize_name(name), params
@@ -95,14 +98,16 @@ class Component(abc.ABC):
         if not condition:
             raise ParameterError(f"{self.kind} {self.name!r}: {message}")
 
-    def require_positive(self, *names: str) -> None:
-        """Each named parameter must be a finite number > 0."""
+    def require_positive(self, *names: str, at_most: float | None = None) -> None:
+        """Each named parameter must be a finite number > 0 (and ≤ ``at_most`` when given: a
+        bound under which the component's arithmetic cannot overflow)."""
         for key in names:
             value = getattr(self, key)
-            self.require(
-                isinstance(value, (int, float)) and math.isfinite(value) and value > 0,
-                f"{key} must be a finite number > 0, got {value!r}",
-            )
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+            if at_most is None:
+                self.require(ok, f"{key} must be a finite number > 0, got {value!r}")
+            else:
+                self.require(ok and value <= at_most, f"{key} must be a number in (0, {at_most:g}], got {value!r}")
 
     @classmethod
     def param_defaults(cls) -> dict[str, Any]:

@@ -20,7 +20,15 @@ __all__ = [
     "TrainingError",
     "TrainingInterrupted",
     "UnknownNameError",
+    "one_line",
 ]
+
+
+def one_line(text: object, limit: int = 120) -> str:
+    """``text`` for an error message: squeezed onto one line and cut at ``limit`` characters
+    (a 1 MB label or a forged field is never echoed whole)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class CaloptError(Exception):

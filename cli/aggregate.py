@@ -4,20 +4,34 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from calopt.io.files import align_features
 from calopt.training.aggregate import RADIUS, load_models
 from calopt.training.aggregate import aggregate as aggregate_models
-from calopt.errors import ParameterError
+from calopt.errors import DataError, ParameterError
+from calopt.io.labels import encode_like
+from calopt_cli.outputs import check_outputs
 from calopt_cli.options import JsonOpt, MeasureOpt, SeedOpt, echo_json, epochs_text
-from calopt_cli.training import LabelColumnOpt, load_dataset
+from calopt_cli.training import CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, load_dataset, model_reading
 
 __all__ = ["aggregate"]
+
+
+def _common_reading(named: dict[str, Any]) -> dict[str, Any]:
+    """How the models' training data were read; models read with different index bases are
+    not combined (their coefficients would mean different features)."""
+    readings = {name: model_reading(model) for name, model in named.items()}
+    (first, like), *others = readings.items()
+    for name, other in others:
+        if None not in (like.get("zero_based"), other.get("zero_based")) and like["zero_based"] != other["zero_based"]:
+            bases = {True: "zero-based", False: "one-based"}
+            raise ParameterError(f"{first} was trained on {bases[like['zero_based']]} data, {name} on "
+                                 f"{bases[other['zero_based']]}: their features differ")
+    return like
 
 
 def aggregate(
@@ -26,28 +40,36 @@ def aggregate(
     ],
     data: Annotated[
         str,
-        typer.Option("--data", help="Aggregation data: a data file or an embedded dataset name (its train split)."),
+        typer.Option("--data", metavar="FILE",
+                     help="Aggregation data: a data file or an embedded dataset name (its train split)."),
     ],
-    model_out: Annotated[Path, typer.Option("--model-out", "-o", help="Write the aggregate model here (.npz).")],
+    model_out: Annotated[
+        Path, typer.Option("--model-out", "-o", metavar="FILE", help="Write the aggregate model here (.npz).")
+    ],
     radius: Annotated[
         float,
-        typer.Option("--lambda", help="λ, the total weight Σθ = λ of the models (the ℓ1 radius). Each "
-                     "model is scaled to its best logistic fit on DATA, so λ = 1 mixes them as they "
+        typer.Option("--lambda", metavar="NUMBER",
+                     help="λ, the total weight Σθ = λ of the models (the ℓ1 radius). Each model is scaled "
+                     "to its best logistic fit on DATA, so λ = 1 mixes them as they "
                      "are and a larger λ makes the mixture more confident."),
     ] = RADIUS,
     measure: MeasureOpt = "",
     test: Annotated[
         Optional[str],
-        typer.Option("--test", help="Test data, scored after aggregating (an embedded name: its test split)."),
+        typer.Option("--test", metavar="FILE",
+                     help="Test data, scored after aggregating (an embedded name: its test split)."),
     ] = None,
-    epochs: Annotated[int, typer.Option("--epochs", "-e", help="Passes over the aggregation data.")] = 10,
+    epochs: Annotated[int, typer.Option("--epochs", "-e", metavar="N", help="Passes over the aggregation data.")] = 10,
     weighting: Annotated[
         str,
-        typer.Option("--weighting", help="'measure': weigh the loss per class by the measure's gradient at "
-                     "the best model on DATA; 'none': the plain logistic loss."),
+        typer.Option("--weighting", metavar="NAME",
+                     help="'measure': weigh the loss per class by the measure's gradient at the best model "
+                     "on DATA; 'none': the plain logistic loss."),
     ] = "measure",
     seed: SeedOpt = 0,
     label_column: LabelColumnOpt = "-1",
+    delimiter: DelimiterOpt = None,
+    header: HeaderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Combine trained models into one, Σθᵢ·hᵢ(x) with θ ≥ 0 and Σθ = λ (mirror descent, paper 001).
@@ -64,21 +86,30 @@ def aggregate(
         raise ParameterError(f"--lambda must be a finite number > 0, got {radius}")
     if epochs < 1:
         raise ParameterError(f"--epochs must be ≥ 1, got {epochs}")
+    output = check_outputs({"--model-out": model_out}, [*models, data, test])["--model-out"]
     named = load_models(models)
-    n_features = next(iter(named.values())).n_features
-    data_set = align_features(load_dataset(data, label_column=label_column), n_features)
+    like = _common_reading(named)
+    csv = CsvOptions(label_column, delimiter, header)
+    data_set = load_dataset(data, csv, like=like, of="each model")
     test_set = None
     if test is not None:
-        test_set = align_features(load_dataset(test, label_column=label_column, split="test"), n_features)
-    model = aggregate_models(named, data_set.X, data_set.labels, radius=radius, measure=measure or None,
-                             epochs=epochs, seed=seed if seed is not None else 0, weighting=weighting)
-    model.save(model_out)
-
+        test_set = load_dataset(test, csv, split="test", like=like, of="each model")
+        # before the work, not after it: labels the models cannot score
+        encode_like(test_set.labels, next(iter(named.values())).classes, source=f"{test_set.source} labels")
+    try:
+        model = aggregate_models(named, data_set.X, data_set.labels, radius=radius, measure=measure or None,
+                                 epochs=epochs, seed=seed if seed is not None else 0, weighting=weighting)
+    except DataError as exc:  # about the aggregation data: name the file
+        if exc.source is None:
+            raise DataError(exc.detail, source=data_set.source) from None
+        raise exc.renamed({"aggregation labels": f"{data_set.source} labels"}) from None
     sets = [data_set] + ([test_set] if test_set is not None else [])
     details = model.options["aggregate"]
     rows = [(name, theta, base) for name, theta, base in zip(named, details["theta"], named.values())]
     rows.append(("aggregate", sum(details["theta"]), model))
     values = [[base.score(s.X, s.labels, model.measure) for s in sets] for _, _, base in rows]
+    model.options["data"] = like
+    model.save(output.path)  # last: a run that fails (on --test, say) leaves no model behind
     if as_json:
         echo_json({
             "measure": model.measure,

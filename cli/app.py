@@ -9,13 +9,14 @@ so nothing is left half-written). Other exceptions are bugs and keep their trace
 ``CALOPT_DEBUG=1`` shows the traceback of known errors and interrupts too.
 """
 
+import inspect
 import os
 import sys
 import warnings
 from typing import Annotated, Any, Optional
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 import calopt
 from calopt import registry
@@ -54,7 +55,60 @@ def _print_load_failures(start: int) -> int:
     return len(registry.load_failures)
 
 
-class CaloptGroup(TyperGroup):
+def reflowed(text: str | None) -> str | None:
+    """A docstring as help text: each paragraph's lines joined into one, so that the help
+    re-wraps it to the terminal's width instead of breaking it where the source did."""
+    if text is None:
+        return None
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in paragraph.splitlines()) for paragraph in paragraphs)
+
+
+#: What an option without its own metavar shows instead of Python's ``<str>``, ``<int>``...
+_TYPE_NAMES = {"<str>": "TEXT", "<int>": "N", "<int range>": "N", "<float>": "NUMBER", "<path>": "FILE"}
+
+
+class _ReadableHelp:
+    """Help that reads well at any width and names values, not Python types.
+
+    The docstring is reflowed; flags (``--help`` too) show no value; an argument shows
+    its name in capitals, in the usage line as ``DATA`` (required) or ``[DATA]``
+    (optional), not ``{data}``; an option without a ``metavar`` shows TEXT, N, NUMBER or
+    FILE instead of ``<str>``, ``<int>``...
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = reflowed(self.help)
+        for param in self.params:
+            if isinstance(param, TyperArgument):
+                param.metavar = param.metavar or param.name.upper()
+                param.display_type_rich = lambda ctx: None  # the name says it (no <str>)
+            elif param.metavar is None and not getattr(param, "is_flag", False):
+                param.metavar = _TYPE_NAMES.get(param.display_type(None), "VALUE")
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        for param in params:  # --help and the completion flags are added here, not in __init__
+            if getattr(param, "is_flag", False):
+                param.metavar = ""
+        return params
+
+
+class CaloptCommand(_ReadableHelp, TyperCommand):
+    """Every subcommand (see :class:`_ReadableHelp`)."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument):
+                pieces.append(param.metavar if param.required else f"[{param.metavar}]")
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+
+class CaloptGroup(_ReadableHelp, TyperGroup):
     """The root group: runs each subcommand with calopt's error and warning handling.
 
     Plugins are loaded before the subcommand; each plugin that failed to import or
@@ -125,14 +179,11 @@ def calopt_root(
 
 
 # Subcommands, in the order --help lists them; a new command module adds its lines here.
-app.command("train")(training.train)
-app.command("evaluate")(training.evaluate)
-app.command("predict")(training.predict)
-app.command("aggregate")(aggregate.aggregate)
-app.command("score")(scoring.score)
-app.command("list-measures")(listing.list_measures)
-app.command("list-losses")(listing.list_losses)
-app.command("list-algorithms")(listing.list_algorithms)
+for _name, _command in [("train", training.train), ("evaluate", training.evaluate), ("predict", training.predict),
+                        ("aggregate", aggregate.aggregate), ("score", scoring.score),
+                        ("list-measures", listing.list_measures), ("list-losses", listing.list_losses),
+                        ("list-algorithms", listing.list_algorithms)]:
+    app.command(_name, cls=CaloptCommand)(_command)
 
 
 def main() -> None:

@@ -3,6 +3,7 @@
 from collections.abc import Callable
 from typing import Any
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
@@ -20,7 +21,8 @@ def _params_text(params: dict[str, Any]) -> str:
 
 
 def _show(kind: str, as_json: bool, flags: tuple[str, ...] = ()) -> None:
-    """Print the registered components of ``kind`` as a table, or as JSON.
+    """Print the registered components of ``kind`` as a table (plain aligned rows when stdout
+    is not a terminal), or as JSON.
 
     ``flags`` are boolean properties shown together in one column (the losses' smooth,
     calibrated, reward).
@@ -45,6 +47,14 @@ def _show(kind: str, as_json: bool, flags: tuple[str, ...] = ()) -> None:
         "aliases": not described or any(info["aliases"] for info in described),
     }
     columns = [column for column in columns if keep.get(column[0], True)]
+    console = Console()
+    if not console.is_terminal:  # piped: one plain line per entry, never wrapped inside a value
+        rows = [[header for header, _, _ in columns]]
+        rows += [[cell(info).replace("\n", ", ") for _, _, cell in columns] for info in described]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(columns) - 1)]
+        for row in rows:
+            typer.echo("  ".join([*(text.ljust(width) for text, width in zip(row, widths)), row[-1]]).rstrip())
+        return
     table = Table(title=f"calopt {_PLURAL[kind]}", title_justify="left")
     for header, style, _ in columns:
         table.add_column(header, **style)
@@ -52,7 +62,7 @@ def _show(kind: str, as_json: bool, flags: tuple[str, ...] = ()) -> None:
         table.add_row(*(cell(info) for _, _, cell in columns))
     if not described:
         table.caption = f"No {_PLURAL[kind]} are registered (yet)."
-    Console().print(table)
+    console.print(table)
 
 
 def list_measures(as_json: JsonOpt = False) -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "SeedOpt",
     "echo_json",
     "epochs_text",
+    "json_text",
     "run_fields",
 ]
 
@@ -75,6 +76,7 @@ MeasureOpt = Annotated[
     typer.Option(
         "--measure",
         "-m",
+        metavar="SPEC",
         help="Performance measure as a spec: [bold]name[/bold] or "
         "[bold]name:key=value,...[/bold] (gmean, fbeta:beta=2). "
         "See [bold]calopt list-measures[/bold].",
@@ -87,6 +89,7 @@ LossOpt = Annotated[
     typer.Option(
         "--loss",
         "-l",
+        metavar="SPEC",
         help="Margin loss as a spec (logistic, hinge, ...). See [bold]calopt list-losses[/bold].",
         autocompletion=_completer("loss"),
     ),
@@ -97,7 +100,8 @@ AlgorithmOpt = Annotated[
     typer.Option(
         "--algorithm",
         "-a",
-        help="Training algorithm as a spec (spade, stamp:epochs=20, ...). "
+        metavar="SPEC",
+        help="Training algorithm as a spec (spade, stamp:step=10, ...). "
         "See [bold]calopt list-algorithms[/bold].",
         autocompletion=_completer("algorithm"),
     ),
@@ -108,6 +112,7 @@ BackendOpt = Annotated[
     typer.Option(
         "--backend",
         "-b",
+        metavar="NAME",
         help=f"Array backend: {', '.join(BACKENDS)} (cupy runs on an NVIDIA GPU).",
         callback=_choice("backend", BACKENDS),
         autocompletion=_complete_from(BACKENDS),
@@ -118,6 +123,7 @@ DtypeOpt = Annotated[
     str,
     typer.Option(
         "--dtype",
+        metavar="NAME",
         help="Working floating-point dtype: float64 or float32.",
         callback=_choice("dtype", DTYPES),
         autocompletion=_complete_from(DTYPES),
@@ -128,6 +134,7 @@ DeviceOpt = Annotated[
     Optional[str],
     typer.Option(
         "--device",
+        metavar="DEVICE",
         help="Device for the backend: cpu, a GPU index (0) or cuda:N. Default: the backend's default.",
         show_default=False,
     ),
@@ -137,7 +144,9 @@ SeedOpt = Annotated[
     Optional[int],
     typer.Option(
         "--seed",
-        help="Random seed (shuffling, initialisation); the same seed gives the same run.",
+        metavar="N",
+        min=0,
+        help="Random seed, a whole number ≥ 0 (shuffling, initialisation); the same seed gives the same run.",
         show_default=False,
     ),
 ]
@@ -146,6 +155,7 @@ PositiveOpt = Annotated[
     Optional[str],
     typer.Option(
         "--positive",
+        metavar="LABEL",
         help="Label of the positive class, as written in the label file "
         "(default: the greater of the two labels).",
         show_default=False,
@@ -153,9 +163,14 @@ PositiveOpt = Annotated[
 ]
 
 
+def json_text(data: Any) -> str:
+    """``data`` as the indented JSON every command's ``--json`` prints."""
+    return json.dumps(data, indent=2, default=str)
+
+
 def echo_json(data: Any) -> None:
     """Print ``data`` as JSON on stdout (the ``--json`` output of every command)."""
-    typer.echo(json.dumps(data, indent=2, default=str))
+    typer.echo(json_text(data))
 
 
 def run_fields(model: Any) -> dict[str, Any]:

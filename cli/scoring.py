@@ -1,9 +1,8 @@
 """``calopt score``: a performance measure of predicted labels against true labels."""
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -11,21 +10,12 @@ from rich.table import Table
 import calopt
 from calopt.backends import get_backend
 from calopt.io.files import read_label_file
-from calopt.io.labels import encode_binary, encode_like
+from calopt.io.labels import encode_binary, encode_like, show_label
 from calopt.errors import DataError
 from calopt.measures import confusion_counts, safe_divide
 from calopt_cli.options import JsonOpt, MeasureOpt, PositiveOpt, echo_json
 
 __all__ = ["score"]
-
-
-def _show(label: Any) -> str:
-    """A label as the user wrote it: ``1`` for 1.0, ``'yes'`` for a string."""
-    if isinstance(label, np.generic):
-        label = label.item()
-    if isinstance(label, float) and label.is_integer():
-        return str(int(label))
-    return repr(label) if isinstance(label, str) else str(label)
 
 
 def score(
@@ -78,7 +68,7 @@ def score(
         return
     console = Console()
     console.print(
-        f"{predictions} against {labels}, positive label {_show(classes[1])}:",
+        f"{predictions} against {labels}, positive label {show_label(classes[1])}:",
         highlight=False,
         markup=False,
     )

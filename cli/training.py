@@ -12,6 +12,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -23,9 +24,8 @@ from rich.table import Table
 import calopt
 from calopt.errors import DataError, ParameterError, TrainingInterrupted
 from calopt.io import datasets
-from calopt.io.files import Dataset, align_features, read_data
+from calopt.io.files import STDIN, Dataset, align_features, read_data
 from calopt.io.labels import label_text
-from calopt.models.archive import atomic_write
 from calopt.models.linear import load_model
 from calopt_cli.options import (
     AlgorithmOpt,
@@ -39,11 +39,14 @@ from calopt_cli.options import (
     SeedOpt,
     echo_json,
     epochs_text,
+    json_text,
     run_fields,
 )
+from calopt_cli.outputs import Output, check_outputs, write_text
 from calopt_cli.progress import epoch_progress
 
-__all__ = ["DataArg", "LabelColumnOpt", "evaluate", "load_dataset", "predict", "train"]
+__all__ = ["CsvOptions", "DataArg", "DelimiterOpt", "HeaderOpt", "LabelColumnOpt", "evaluate", "load_dataset",
+           "model_reading", "predict", "reading", "train"]
 
 DataArg = Annotated[
     Optional[str],
@@ -55,28 +58,100 @@ DataArg = Annotated[
 ]
 LabelColumnOpt = Annotated[
     str,
-    typer.Option("--label-column", help="CSV only: the label column, by index (-1: last) or header name."),
+    typer.Option("--label-column", metavar="COLUMN",
+                 help="CSV only: the label column, by index (-1: last) or header name."),
+]
+DelimiterOpt = Annotated[
+    Optional[str],
+    typer.Option("--delimiter", metavar="CHAR", show_default=False,
+                 help="CSV only: the field delimiter: a character (',' ';'), 'tab' or 'whitespace'. "
+                 "Default: sniffed from the first lines (';' before tab before ',')."),
+]
+HeaderOpt = Annotated[
+    Optional[bool],
+    typer.Option("--header/--no-header", show_default=False,
+                 help="CSV only: whether the first line names the columns. Default: it does when none of "
+                 "its features is a number, when it is the column numbers 0,1,2,... or 1,2,3,..., or "
+                 "when its label is not a number and every other label is."),
 ]
 #: Column headers of the summary values a model reports.
 _HEADERS = {"value": "value", "tpr": "TPR", "tnr": "TNR", "top1": "top-1", "top5": "top-5"}
 
 
-def load_dataset(source: str, *, label_column: str = "-1", split: str = "train") -> Dataset:
-    """A data file, or an embedded dataset when ``source`` names one and is not a file."""
-    if not Path(source).exists() and source in datasets.names():
-        return datasets.load(source, split)
-    column: Any = int(label_column) if label_column.lstrip("-").isdigit() else label_column
-    return read_data(source, label_column=column)
+@dataclass(frozen=True)
+class CsvOptions:
+    """How to read a CSV file: ``--label-column``, ``--delimiter``, ``--header/--no-header``."""
+
+    label_column: str = "-1"
+    delimiter: str | None = None
+    header: bool | None = None
 
 
-def _checkpoint_path(checkpoint: Path | None, resume: Path | None, model_out: Path | None) -> Path:
-    """--checkpoint, else the --resume file, else OUT.ckpt.npz beside --model-out OUT.npz,
-    else ./calopt-checkpoint.npz."""
-    if checkpoint is not None or resume is not None:
-        return checkpoint or resume
-    if model_out is not None:
-        return model_out.with_name(model_out.name.removesuffix(".npz") + ".ckpt.npz")
+def reading(dataset: Dataset) -> dict[str, Any]:
+    """How a training file was read, kept in the model as ``options["data"]`` so that every
+    later file (``--test``, evaluate, predict, aggregate) is read the same way."""
+    return {"format": dataset.format, "zero_based": dataset.zero_based, "n_features": dataset.n_features}
+
+
+def model_reading(model: Any) -> dict[str, Any]:
+    """How the model's training data were read (older model files: only its width is known)."""
+    return {**model.options.get("data", {}), "n_features": model.n_features}
+
+
+def load_dataset(source: str, csv: CsvOptions, *, split: str = "train", like: dict[str, Any] | None = None,
+                 of: str = "the model", labelled: bool = True) -> Dataset:
+    """A data file (``-``: stdin), or an embedded dataset when ``source`` names one and is not a file.
+
+    ``like`` is how the training data were read (:func:`reading`): the one index-base rule
+    (a LIBSVM file is read with the training file's base, never guessed again, so a test
+    file that happens not to use index 0 is not shifted by a column) and the one width
+    rule (:func:`calopt.io.files.align_features`: only a narrower LIBSVM file is padded;
+    ``of`` names whose width it is). ``labelled=False`` (predict) accepts a CSV of
+    features alone.
+    """
+    like = like or {}
+    if source != STDIN and not Path(source).exists() and source in datasets.names():
+        dataset = datasets.load(source, split)
+        return dataset if like.get("n_features") is None else align_features(dataset, like["n_features"], of=of)
+    zero_based = like.get("zero_based")
+    return read_data(source, label_column=csv.label_column, delimiter=csv.delimiter, header=csv.header,
+                     zero_based="auto" if zero_based is None else zero_based,
+                     n_features=like.get("n_features"), n_features_of=of, labelled=labelled)
+
+
+def _default_checkpoint(model_out: Output | None) -> Path:
+    """OUT.ckpt.npz beside --model-out OUT.npz (a file), else ./calopt-checkpoint.npz."""
+    if model_out is not None and not model_out.special:  # not beside /dev/null or a FIFO
+        return model_out.path.with_name(model_out.path.name.removesuffix(".npz") + ".ckpt.npz")
     return Path("calopt-checkpoint.npz")
+
+
+def _train_outputs(model_out: Path | None, checkpoint: Path | None, resume: Path | None,
+                   checkpoint_every: int | None, inputs: list[Any]) -> tuple[Output | None, Output | None, str]:
+    """The checked --model-out and checkpoint outputs, before any data are read.
+
+    The checkpoint is --checkpoint, else the --resume file (which it may overwrite),
+    else the default beside the model. The default is not one the user named: when it
+    already exists, or cannot be written, checkpoints are not written at all (the
+    returned reason says why), unless --checkpoint-every asks for them, which makes it
+    an error.
+    """
+    named = checkpoint or resume
+    option = "--checkpoint" if checkpoint is not None or resume is None else "--resume"
+    checked = check_outputs({"--model-out": model_out, option: named}, inputs, may_equal={option: resume})
+    if named is not None:
+        return checked.get("--model-out"), checked[option], ""
+    default = _default_checkpoint(checked.get("--model-out"))
+    try:
+        output = check_outputs({"--model-out": model_out, "--checkpoint": default}, inputs)["--checkpoint"]
+        if output.existed:
+            raise ParameterError(f"--checkpoint {default}: the default checkpoint exists (from an earlier run?); "
+                                 f"continue it with --resume {default}, or name another with --checkpoint")
+    except ParameterError as exc:
+        if checkpoint_every is not None:
+            raise
+        return checked.get("--model-out"), None, str(exc)
+    return checked.get("--model-out"), output, ""
 
 
 @contextmanager
@@ -105,23 +180,39 @@ def _stop_requests() -> Iterator[threading.Event]:
 
 
 @contextmanager
-def _interruptible(checkpoint_path: Path) -> Iterator[threading.Event]:
-    """:func:`_stop_requests` around a training run; its TrainingInterrupted becomes one line
-    naming the checkpoint, and exit code 130."""
+def _interruptible(checkpoint: Output | None, no_checkpoint: str) -> Iterator[threading.Event]:
+    """:func:`_stop_requests` around a training run; an interrupt becomes one line and exit 130.
+
+    Interrupted after a batch (TrainingInterrupted), the line names the checkpoint to
+    resume from. A stop requested after the last batch, while the run was being
+    finished (the threshold tuned), is an interrupt too: calopt.fit has returned a
+    model, but the user asked to stop, so no model is written.
+    """
     try:
         with _stop_requests() as stop:
             yield stop
+            late = stop.is_set()
     except TrainingInterrupted as exc:
-        typer.echo(f"calopt: interrupted in {exc.checkpoint.describe()}: checkpoint written to "
-                   f"{checkpoint_path}; to continue, run the same command with --resume {checkpoint_path}",
-                   err=True)
+        if exc.path is None:
+            typer.echo(f"calopt: interrupted in {exc.checkpoint.describe()}; no checkpoint written ({no_checkpoint})",
+                       err=True)
+        else:
+            typer.echo(f"calopt: interrupted in {exc.checkpoint.describe()}: checkpoint written to "
+                       f"{exc.path}; to continue, run the same command with --resume {exc.path}", err=True)
         raise typer.Exit(130) from None
+    if late:
+        path = checkpoint.path if checkpoint is not None else None
+        resume = (f"; to continue from {path}, run the same command with --resume {path}"
+                  if path is not None and not checkpoint.special and path.is_file() else "")
+        typer.echo(f"calopt: interrupted after the last batch; no model written{resume}", err=True)
+        raise typer.Exit(130)
 
 
-def _remove_finished_checkpoint(checkpoint_path: Path, checkpoint_every: int | None, resume: Path | None) -> None:
-    """The run is complete: nothing is left to resume."""
-    if checkpoint_every is not None or resume is not None:
-        checkpoint_path.unlink(missing_ok=True)
+def _remove_finished_checkpoint(checkpoint: Output | None) -> None:
+    """The run is complete: a checkpoint file this run created is deleted; one that was there
+    before (the --resume file, a path the user named) is left alone."""
+    if checkpoint is not None and not checkpoint.existed and not checkpoint.special:
+        checkpoint.path.unlink(missing_ok=True)
 
 
 def _summary_table(title: str, rows: list[tuple[str, dict[str, Any]]], measure: str) -> Table:
@@ -151,7 +242,9 @@ def train(
     data: DataArg = None,
     test: Annotated[
         Optional[str],
-        typer.Option("--test", help="Test data, scored after training (padded to the training features)."),
+        typer.Option("--test", metavar="FILE",
+                     help="Test data, scored after training; read like the training data (a LIBSVM file with "
+                     "its index base; only a narrower LIBSVM file is padded to its width)."),
     ] = None,
     measure: MeasureOpt = "f1",
     algorithm: AlgorithmOpt = "",
@@ -159,32 +252,37 @@ def train(
     backend: BackendOpt = "numpy",
     dtype: DtypeOpt = None,
     device: DeviceOpt = None,
-    epochs: Annotated[int, typer.Option("--epochs", "-e", min=1, help="Passes over the training data.")] = 10,
+    epochs: Annotated[
+        int, typer.Option("--epochs", "-e", min=1, metavar="N", help="Passes over the training data.")
+    ] = 10,
     batch_size: Annotated[
         Optional[int],
-        typer.Option("--batch-size", min=1, help="Mini-batch size (default: n/100, from 32 to 1024)."),
+        typer.Option("--batch-size", min=1, metavar="N", help="Mini-batch size (default: n/100, from 32 to 1024)."),
     ] = None,
     seed: SeedOpt = 0,
     positive: PositiveOpt = None,
     label_column: LabelColumnOpt = "-1",
+    delimiter: DelimiterOpt = None,
+    header: HeaderOpt = None,
     model_out: Annotated[
-        Optional[Path], typer.Option("--model-out", "-o", help="Write the trained model here (.npz).")
+        Optional[Path], typer.Option("--model-out", "-o", metavar="FILE", help="Write the trained model here (.npz).")
     ] = None,
     as_json: JsonOpt = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
     checkpoint: Annotated[
         Optional[Path],
-        typer.Option("--checkpoint", help="Where to write checkpoints (default: the --resume file, "
+        typer.Option("--checkpoint", metavar="FILE", help="Where to write checkpoints (default: the --resume file, "
                      "else OUT.ckpt.npz beside --model-out OUT.npz, else ./calopt-checkpoint.npz).",
                      show_default=False),
     ] = None,
     checkpoint_every: Annotated[
         Optional[int],
-        typer.Option("--checkpoint-every", min=1, help="Also write a checkpoint every N epochs.", show_default=False),
+        typer.Option("--checkpoint-every", min=1, metavar="N", help="Also write a checkpoint every N epochs.",
+                     show_default=False),
     ] = None,
     resume: Annotated[
         Optional[Path],
-        typer.Option("--resume", help="Continue the interrupted run saved in this checkpoint "
+        typer.Option("--resume", metavar="FILE", help="Continue the interrupted run saved in this checkpoint "
                      "(give the same data and options).", show_default=False),
     ] = None,
 ) -> None:
@@ -198,39 +296,45 @@ def train(
 
     Ctrl-C (or SIGTERM) stops after the current batch, writes a checkpoint and exits
     with code 130; the same command with --resume CHECKPOINT ends with the model an
-    uninterrupted run gives. The checkpoint is deleted once a run finishes.
+    uninterrupted run gives. A checkpoint file the run created is deleted once it
+    finishes; one that existed before (the --resume file) is kept.
 
     Example: [bold]calopt train ijcnn1 --measure gmean[/bold]
     """
     if resume is not None and not resume.is_file():
         raise ParameterError(f"--resume {resume}: no such checkpoint file")
     source = data or "a9a"
-    train_set = load_dataset(source, label_column=label_column)
+    model_output, checkpoint_output, no_checkpoint = _train_outputs(
+        model_out, checkpoint, resume, checkpoint_every, [source, test, resume])
+    csv = CsvOptions(label_column, delimiter, header)
+    train_set = load_dataset(source, csv)
     test_set = None
     if test is not None:
-        test_set = align_features(load_dataset(test, label_column=label_column, split="test"), train_set.n_features)
+        test_set = load_dataset(test, csv, split="test", like=reading(train_set),
+                                of=f"the training data ({train_set.source})")
     elif data is None or (not Path(source).exists() and source in datasets.names()):
         test_set = datasets.load(source, "test")
-    checkpoint_path = _checkpoint_path(checkpoint, resume, model_out)
     sources = {"training labels": f"{train_set.source} labels"}
     if test_set is not None:
         sources["evaluation labels"] = f"{test_set.source} labels"
     try:
-        with _interruptible(checkpoint_path) as stop, \
+        with _interruptible(checkpoint_output, no_checkpoint) as stop, \
                 epoch_progress(None, enabled=not (as_json or no_progress)) as on_epoch:
             model = calopt.fit(
                 train_set.X, train_set.labels, measure=measure, algorithm=algorithm or None,
                 loss=loss or None, backend=backend, dtype=dtype, device=device, epochs=epochs,
                 batch_size=batch_size, seed=0 if seed is None else seed, positive=positive, callback=on_epoch,
                 eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
-                checkpoint=checkpoint_path, checkpoint_every=checkpoint_every, resume=resume,
+                checkpoint=checkpoint_output.path if checkpoint_output is not None else None,
+                checkpoint_every=checkpoint_every, resume=resume,
                 interrupt=stop.is_set,
             )
     except DataError as exc:
         raise exc.renamed(sources) from None
-    if model_out is not None:
-        model.save(model_out)
-    _remove_finished_checkpoint(checkpoint_path, checkpoint_every, resume)
+    model.options["data"] = reading(train_set)
+    if model_output is not None:
+        model.save(model_output.path)
+    _remove_finished_checkpoint(checkpoint_output)
     if model.status < 0:  # reported, and the exit code says so after the results
         typer.echo(f"calopt: warning: {model.message}; exit code 3", err=True)
     summaries = [(train_set.source, model.summary(train_set.X, train_set.labels))]
@@ -272,9 +376,12 @@ def evaluate(
     data: Annotated[str, typer.Argument(help="Data file, or an embedded dataset name (its test split).")],
     measure: Annotated[
         Optional[list[str]],
-        typer.Option("--measure", "-m", help="Measure spec; repeat for several (default: the model's)."),
+        typer.Option("--measure", "-m", metavar="SPEC",
+                     help="Measure spec; repeat for several (default: the model's)."),
     ] = None,
     label_column: LabelColumnOpt = "-1",
+    delimiter: DelimiterOpt = None,
+    header: HeaderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate a trained model on labelled data with any registered measures.
@@ -283,7 +390,7 @@ def evaluate(
     with its macro average (the value shown).
     """
     model = load_model(model_path)
-    dataset = align_features(load_dataset(data, label_column=label_column, split="test"), model.n_features)
+    dataset = load_dataset(data, CsvOptions(label_column, delimiter, header), split="test", like=model_reading(model))
     try:
         report = model.report(dataset.X, dataset.labels, measure or None)
     except DataError as exc:
@@ -313,22 +420,36 @@ def predict(
     model_path: Annotated[Path, typer.Argument(metavar="MODEL", help="A model file written by calopt train.")],
     data: Annotated[str, typer.Argument(help="Data file (labels are ignored), or an embedded dataset name (its test split).")],
     out: Annotated[
-        Optional[Path], typer.Option("--out", help="Write here (atomically) instead of stdout.")
+        Optional[Path], typer.Option("--out", metavar="FILE",
+                                     help="Write here instead of stdout ('-': stdout; a file is replaced "
+                                     "atomically, /dev/null or a FIFO written in place).")
     ] = None,
     scores: Annotated[bool, typer.Option("--scores", help="Write decision scores, not labels (one-vs-rest: "
                                           "each class's score, separated by spaces).")] = False,
     label_column: LabelColumnOpt = "-1",
+    delimiter: DelimiterOpt = None,
+    header: HeaderOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Predict labels (or scores) for a data file, one per line."""
+    """Predict labels (or scores) for a data file, one per line.
+
+    --json writes one object instead: the model, the data, and the predictions (or scores) as a list.
+    """
+    output = check_outputs({"--out": out}, [model_path, data], stdout_ok={"--out"}).get("--out")
     model = load_model(model_path)
-    dataset = align_features(load_dataset(data, label_column=label_column, split="test"), model.n_features)
+    dataset = load_dataset(data, CsvOptions(label_column, delimiter, header), split="test", like=model_reading(model),
+                           labelled=False)
     if scores:
         values = np.asarray(calopt.to_numpy(model.decision_function(dataset.X)), dtype=np.float64)
-        lines = [" ".join(repr(float(v)) for v in np.atleast_1d(row)) for row in values]
+        rows: list[Any] = [[float(v) for v in np.atleast_1d(row)] for row in values]
+        lines = [" ".join(repr(v) for v in row) for row in rows]
+        if values.ndim == 1:
+            rows = [row[0] for row in rows]
     else:
-        lines = [label_text(label) for label in model.predict(dataset.X)]
-    text = "\n".join(lines) + ("\n" if lines else "")
-    if out is None:
-        typer.echo(text, nl=False)
+        rows = lines = [label_text(label) for label in model.predict(dataset.X)]
+    if as_json:
+        key = "scores" if scores else "predictions"
+        text = json_text({"model": str(model_path), "data": dataset.source, "n_samples": len(rows), key: rows}) + "\n"
     else:
-        atomic_write(out, lambda handle: handle.write(text), mode="w")
+        text = "\n".join(lines) + ("\n" if lines else "")
+    write_text(output, text)

@@ -199,9 +199,10 @@ def test_csv_string_labels_and_header(tmp_path):
     assert dataset.classes.tolist() == ["g", "h"]
 
 
-def test_csv_pads_to_n_features(tmp_path):
-    dataset = read_data(write(tmp_path / "d.csv", "1,2,0\n3,4,1\n"), n_features=4)
-    np.testing.assert_array_equal(dataset.X, [[1, 2, 0, 0], [3, 4, 0, 0]])
+def test_csv_is_never_padded_to_n_features(tmp_path):
+    """A CSV's width is known: another width is wrong data, not absent trailing features."""
+    with pytest.raises(DataError, match=r"d\.csv has 2 features and a label column, expected 4"):
+        read_data(write(tmp_path / "d.csv", "1,2,0\n3,4,1\n"), n_features=4)
 
 
 # ----------------------------------------------------------------------------- NPZ

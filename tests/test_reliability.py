@@ -118,7 +118,7 @@ _BAD_INPUTS = {
         ["train.svm", "positive class '7' is not among the labels"]),
     "test has more features": (
         lambda d: ["train", _train_file(d), "--test", _write(d, "wide.svm", "1 9:1.0\n-1 1:0.5\n")],
-        ["wide.svm", "9 features"]),
+        ["wide.svm", "10 features"]),  # read zero-based, as the training file is
     "unknown measure": (
         lambda d: ["train", _train_file(d), "--measure", "gmaen"],
         ["unknown measure 'gmaen'", "did you mean 'gmean'"]),
@@ -470,7 +470,7 @@ def test_sigint_and_sigterm_then_resume_give_the_uninterrupted_model_bytes(tmp_p
     done = subprocess.run([*train, "--model-out", str(model), "--resume", str(second)],
                           capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert not second.exists()  # the finished run's checkpoint is removed
+    assert second.exists()  # a checkpoint the user named (--resume) is never deleted
     np.testing.assert_array_equal(LinearModel.load(model).coef, LinearModel.load(reference).coef)
     assert model.read_bytes() == reference.read_bytes()
 
@@ -597,7 +597,7 @@ def test_sigint_stops_a_multiclass_cli_run_that_resumes_to_the_same_model_bytes(
     done = subprocess.run([*train, "--model-out", str(model), "--resume", str(checkpoint)],
                           capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert not checkpoint.exists()
+    assert checkpoint.exists()  # the --resume file is the user's: kept
     assert model.read_bytes() == reference.read_bytes()
 
 

@@ -101,7 +101,8 @@ def test_test_file_with_more_features_is_an_error(files, tmp_path):
     wide = tmp_path / "wide.svm"
     wide.write_text("1 9:1.0\n-1 1:0.5\n")
     result = runner.invoke(app, ["train", str(folder / "train.svm"), "--test", str(wide)])
-    assert result.exit_code == 2 and "9 features" in result.stderr
+    # read with the zero-based training file's base (dump_svmlight_file writes zero-based): 10 columns
+    assert result.exit_code == 2 and "10 features" in result.stderr
 
 
 def test_predict_rejects_a_file_that_is_not_a_model(files, tmp_path):

@@ -14,10 +14,12 @@ import gzip
 import math
 import os
 import re
+import stat
+import sys
 import zipfile
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -25,12 +27,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from calopt.errors import DataError, ParameterError, UnknownNameError
+from calopt.errors import DataError, ParameterError, UnknownNameError, one_line
 
 __all__ = [
     "FORMATS",
     "Dataset",
     "align_features",
+    "npz_arrays",
     "read_data",
     "read_label_file",
     "read_libsvm",
@@ -40,6 +43,7 @@ __all__ = [
 #: Names accepted by ``read_data(format=...)``; ``svmlight`` = ``libsvm``, ``tsv`` = ``csv``.
 FORMATS = ("csv", "libsvm", "npz", "svmlight", "tsv")
 _CSV_SUFFIXES = (".csv", ".tsv", ".data")
+_LIBSVM_SUFFIXES = (".svm", ".libsvm", ".svmlight")
 _MAGIC = {"bz2": b"BZh", "gz": b"\x1f\x8b"}
 _ZIP_MAGIC = b"PK\x03\x04"
 _DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error)
@@ -51,21 +55,36 @@ class Dataset:
 
     ``labels`` keeps the file's own values (floats for LIBSVM, strings or floats for CSV)
     so that a model can report classes the way the user wrote them; :func:`encode_binary`
-    turns them into ±1.
+    turns them into ±1. ``labels`` is None only for a file read without labels
+    (``read_data(..., labelled=False)``: a CSV of features to predict).
+
+    How the file was read, so that a model can read its test files the same way:
+    ``format`` (``libsvm``, ``csv``, ``npz``; ``arrays`` when built in Python),
+    ``zero_based`` (LIBSVM: the index base used; None otherwise) and ``open_width``
+    (whether the width is only the largest index seen, so that a narrower file may be
+    padded with zero columns: a LIBSVM file, or arrays; not CSV, NPZ or an embedded
+    dataset, whose width is known).
     """
 
     X: Any
-    labels: np.ndarray
+    labels: np.ndarray | None
     source: str = "<arrays>"
+    format: str = "arrays"
+    zero_based: bool | None = None
+    open_width: bool = True
 
     def __post_init__(self) -> None:
         if getattr(self.X, "ndim", None) != 2:
             raise DataError(f"{self.source}: features must form a 2-D array")
-        if np.ndim(self.labels) != 1 or len(self.labels) != self.X.shape[0]:
+        if self.labels is not None and (np.ndim(self.labels) != 1 or len(self.labels) != self.X.shape[0]):
             raise DataError(
                 f"{self.source}: {self.X.shape[0]} rows of features "
                 f"but labels of shape {np.shape(self.labels)}"
             )
+
+    def like(self, X: Any, labels: np.ndarray | None, source: str | None = None) -> Dataset:
+        """Other rows or columns of this data set, read the same way."""
+        return replace(self, X=X, labels=labels, source=self.source if source is None else source)
 
     @property
     def n_samples(self) -> int:
@@ -78,23 +97,20 @@ class Dataset:
     @property
     def classes(self) -> np.ndarray:
         """The distinct labels, sorted."""
+        if self.labels is None:
+            raise DataError(f"{self.source}: no labels")
         return np.unique(self.labels)
 
     def __repr__(self) -> str:
         kind = "sparse" if sp.issparse(self.X) else "dense"
+        classes = "unlabelled" if self.labels is None else f"classes={len(self.classes)}"
         return (
             f"Dataset(source={self.source!r}, n_samples={self.n_samples}, "
-            f"n_features={self.n_features}, {kind}, classes={len(self.classes)})"
+            f"n_features={self.n_features}, {kind}, {classes})"
         )
 
 
 # ----------------------------------------------------------------------------- opening
-
-
-def _one_line(text: object, limit: int = 120) -> str:
-    """``text`` squeezed onto one line and cut at ``limit`` characters."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _excerpt(line: bytes | str, limit: int = 60) -> str:
@@ -104,47 +120,102 @@ def _excerpt(line: bytes | str, limit: int = 60) -> str:
     return repr(line) if len(line) <= limit else repr(line[:limit]) + "…"
 
 
-def _compression(path: Path, source: str) -> str | None:
-    """``"bz2"``, ``"gz"`` or ``None``, from the first bytes; a .bz2/.gz name must agree."""
-    if not path.exists():
-        raise DataError(f"{source}: no such file")
-    if path.is_dir():
-        raise DataError(f"{source}: is a directory, not a data file")
+#: The path that means standard input.
+STDIN = "-"
+
+
+@dataclass(frozen=True)
+class _Input:
+    """A data file to read: its name for messages, its compression and, for a stream, its bytes.
+
+    A regular file is opened as often as reading needs (a sniff of its head, then the
+    parser). Anything else (``-`` for stdin, a pipe such as ``<(bzcat a9a.bz2)``, a FIFO)
+    can be read only once, so :func:`_input` reads it whole into ``content`` and every
+    later step reads that buffer: the one reader for streams.
+    """
+
+    path: Path
+    source: str
+    content: bytes | None = None
+    compression: str | None = None
+
+
+def _input(path: str | os.PathLike) -> _Input:
+    """The file at ``path`` (``-``: stdin) ready to read; a stream is read once, whole."""
+    source = os.fspath(path)
+    source = source.decode(errors="replace") if isinstance(source, bytes) else source
+    if source == STDIN:
+        found = _Input(Path(source), "<stdin>", _read_stream(sys.stdin.buffer, "<stdin>"))
+        return replace(found, compression=_compression(found))
+    path = Path(source)
     try:
-        with open(path, "rb") as f:
-            magic = f.read(3)
+        status = os.stat(path)
+    except FileNotFoundError:
+        raise DataError(f"{source}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{source}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+    if stat.S_ISDIR(status.st_mode):
+        raise DataError(f"{source}: is a directory, not a data file")
+    content = None
+    if not stat.S_ISREG(status.st_mode):  # a pipe, FIFO, device: one pass only
+        try:
+            with open(path, "rb") as stream:
+                content = _read_stream(stream, source)
+        except OSError as exc:
+            raise DataError(f"{source}: cannot read ({exc.strerror or exc})") from None
+    found = _Input(path, source, content)
+    return replace(found, compression=_compression(found))
+
+
+def _read_stream(stream: Any, source: str) -> bytes:
+    try:
+        return stream.read()
     except OSError as exc:
         raise DataError(f"{source}: cannot read ({exc.strerror or exc})") from None
-    found = next((kind for kind, m in _MAGIC.items() if magic.startswith(m)), None)
-    named = next((kind for kind in _MAGIC if path.name.lower().endswith("." + kind)), None)
-    if named and found != named:
+
+
+def _compression(found: _Input) -> str | None:
+    """``"bz2"``, ``"gz"`` or ``None``, from the first bytes; a .bz2/.gz name must agree."""
+    if found.content is not None:
+        magic = found.content[:3]
+    else:
+        try:
+            with open(found.path, "rb") as f:
+                magic = f.read(3)
+        except OSError as exc:
+            raise DataError(f"{found.source}: cannot read ({exc.strerror or exc})") from None
+    kind = next((kind for kind, m in _MAGIC.items() if magic.startswith(m)), None)
+    named = next((kind for kind in _MAGIC if found.path.name.lower().endswith("." + kind)), None)
+    if named and kind != named:
         label = "bzip2" if named == "bz2" else "gzip"
-        raise DataError(f"{source}: not a {label} file (the name ends in .{named})")
-    return found
+        raise DataError(f"{found.source}: not a {label} file (the name ends in .{named})")
+    return kind
 
 
-def _open(path: Path, compression: str | None):
-    if compression == "bz2":
-        return bz2.open(path, "rb")
-    if compression == "gz":
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+def _open(found: _Input):
+    """The (decompressed) bytes of ``found`` as a binary file, from the start."""
+    target: Any = BytesIO(found.content) if found.content is not None else found.path
+    if found.compression == "bz2":
+        return bz2.open(target, "rb")
+    if found.compression == "gz":
+        return gzip.open(target, "rb")
+    return target if isinstance(target, BytesIO) else open(target, "rb")
 
 
-def _corrupt(source: str, compression: str | None, exc: BaseException) -> DataError:
-    if compression:
-        label = "bzip2" if compression == "bz2" else "gzip"
-        return DataError(f"{source}: corrupt {label} data ({_one_line(exc)})")
-    return DataError(f"{source}: cannot read ({_one_line(exc)})")
+def _corrupt(found: _Input, exc: BaseException) -> DataError:
+    if found.compression:
+        label = "bzip2" if found.compression == "bz2" else "gzip"
+        return DataError(f"{found.source}: corrupt {label} data ({one_line(exc)})")
+    return DataError(f"{found.source}: cannot read ({one_line(exc)})")
 
 
-def _read_bytes(path: Path, source: str, compression: str | None, size: int = -1) -> bytes:
+def _read_bytes(found: _Input, size: int = -1) -> bytes:
     """The (decompressed) content, or its first ``size`` bytes."""
     try:
-        with _open(path, compression) as f:
+        with _open(found) as f:
             return f.read(size)
     except _DECOMPRESSION_ERRORS as exc:
-        raise _corrupt(source, compression, exc) from None
+        raise _corrupt(found, exc) from None
 
 
 #: Control bytes that never occur in a text data file (tab, line feed, VT, FF, CR do).
@@ -172,22 +243,37 @@ def _first_line(head: bytes) -> bytes:
     return next((line for line in lines if line and not line.startswith(b"#")), b"")
 
 
-def _format(path: Path, format: str | None, head: bytes) -> str:
-    """``"libsvm"``, ``"csv"`` or ``"npz"``: as given, else from the name (and a zip header)."""
+#: A LIBSVM line: a label, then ``index:value`` pairs (or ``qid:``), nothing else.
+_LIBSVM_TOKEN = re.compile(rb"(?:qid|[0-9]+):\S*")
+
+
+def _format(found: _Input, format: str | None, head: bytes) -> str:
+    """``"libsvm"``, ``"csv"`` or ``"npz"``: as given, else from the name, else from the content.
+
+    ``.npz`` (or a zip header) is NPZ; ``.csv``, ``.tsv`` and ``.data`` are CSV; ``.svm``,
+    ``.libsvm`` and ``.svmlight`` are LIBSVM; any other name (``.txt``, ``.t``, none at
+    all as for a pipe) is LIBSVM when its first data line is a label alone or with an
+    ``index:value`` pair, else CSV.
+    """
     if format is not None:
         key = str(format).strip().lower()
         if key not in FORMATS:
             raise UnknownNameError("format", str(format), FORMATS)
         return {"svmlight": "libsvm", "tsv": "csv"}.get(key, key)
-    name = path.name.lower()
+    name = found.path.name.lower()
     for ending in (".bz2", ".gz"):
         name = name.removesuffix(ending)
     suffix = Path(name).suffix
     if suffix == ".npz" or head.startswith(_ZIP_MAGIC):
         return "npz"
-    if suffix in _CSV_SUFFIXES or (suffix == ".txt" and b"," in _first_line(head)):
+    if suffix in _CSV_SUFFIXES:
         return "csv"
-    return "libsvm"
+    if suffix in _LIBSVM_SUFFIXES:
+        return "libsvm"
+    tokens = _first_line(head).split()
+    libsvm = _is_number(tokens[0]) and (len(tokens) == 1 or any(_LIBSVM_TOKEN.fullmatch(t) for t in tokens[1:])) \
+        if tokens else True
+    return "libsvm" if libsvm else "csv"
 
 
 # ----------------------------------------------------------------------------- reading
@@ -199,64 +285,86 @@ def read_data(
     format: str | None = None,
     label_column: int | str = -1,
     n_features: int | None = None,
+    n_features_of: str | None = None,
     delimiter: str | None = None,
+    header: bool | None = None,
+    zero_based: bool | str = "auto",
+    labelled: bool = True,
 ) -> Dataset:
     """Read a LIBSVM/svmlight, CSV or NPZ file (optionally ``.bz2``/``.gz``) into a Dataset.
 
+    ``path`` may be ``-`` (stdin) or a pipe: a stream is read once, whole, into memory.
     The format comes from the name without its compression suffix: ``.npz`` (arrays ``X``
-    and ``y``), ``.csv``/``.tsv``/``.data`` (and ``.txt`` with commas) are CSV, anything
-    else is LIBSVM, read with scikit-learn's ``load_svmlight_file`` (``zero_based="auto"``:
-    indices are one-based unless a 0 appears) and kept sparse. CSV options:
-    ``label_column`` (an index, negative from the end, or a header name) and ``delimiter``
-    (sniffed from ``,``, ``;``, tab and ``, ``; a header row is recognized by its
-    non-numeric feature fields). ``n_features`` pads narrower files with zero columns and
-    rejects wider ones. Raises :class:`DataError` for anything unreadable.
+    and ``y``), ``.csv``/``.tsv``/``.data`` are CSV; any other name is LIBSVM when its
+    first data line is ``label index:value ...``, else CSV. LIBSVM is read with
+    scikit-learn's parser and kept sparse; ``zero_based`` is the index base (``"auto"``:
+    one-based unless an index 0 appears; the Dataset records the base used, so that
+    test files can be read with the training file's). CSV options: ``label_column`` (an
+    index, negative from the end, or a header name), ``delimiter`` (default: sniffed from
+    ``;``, tab, ``,`` and whitespace) and ``header`` (True/False, default: detected, see
+    :func:`_looks_like_header`).
+
+    ``n_features`` is the width the features must have (``n_features_of`` names whose
+    width it is, for the message): a narrower LIBSVM file is padded with zero columns
+    (absent trailing features are zero), any other difference is a DataError. With
+    ``labelled=False`` (features to predict) a CSV with exactly ``n_features`` columns
+    has no label column, and an NPZ needs no ``y``; the Dataset's ``labels`` is then None.
+    Raises :class:`DataError` for anything unreadable.
     """
-    source = os.fspath(path)
-    source = source.decode(errors="replace") if isinstance(source, bytes) else source
-    path = Path(source)
-    compression = _compression(path, source)
-    head = _read_bytes(path, source, compression, 1 << 16)
-    kind = _format(path, format, head)
+    found = _input(path)
+    head = _read_bytes(found, 1 << 16)
+    kind = _format(found, format, head)
     if kind == "npz":
-        dataset = _read_npz(path, source, compression)
+        dataset = _read_npz(found, labelled)
     else:
         if not head.strip() and len(head) < 1 << 16:
-            raise DataError(f"{source}: empty file")
-        _check_text(head, source)
+            raise DataError(f"{found.source}: empty file")
+        _check_text(head, found.source)
         if kind == "csv":
-            dataset = _read_csv(path, source, compression, label_column, delimiter)
+            unlabelled_width = None if labelled else n_features
+            dataset = _read_csv(found, label_column, delimiter, header, unlabelled_width)
         else:
-            dataset = _read_libsvm(path, source, compression)
+            dataset = _read_libsvm(found, zero_based)
     if n_features is not None:
-        dataset = _align(dataset, n_features, f"expected {n_features} (n_features)")
+        reference = f"{n_features_of} has {n_features}" if n_features_of else f"expected {n_features}"
+        dataset = _align(dataset, n_features, reference)
     return dataset
 
 
 def read_libsvm(path: str | os.PathLike, *, zero_based: bool | str = "auto") -> Dataset:
     """A LIBSVM/svmlight file (plain, .bz2 or .gz) with the given index base, kept sparse."""
-    source = os.fspath(path)
-    return _read_libsvm(Path(source), source, _compression(Path(source), source), zero_based)
+    return _read_libsvm(_input(path), zero_based)
 
 
-def _read_libsvm(
-    path: Path, source: str, compression: str | None, zero_based: bool | str = "auto"
-) -> Dataset:
-    """A LIBSVM/svmlight file through scikit-learn's parser; errors located by a re-scan."""
+def _read_libsvm(found: _Input, zero_based: bool | str = "auto") -> Dataset:
+    """A LIBSVM/svmlight file through scikit-learn's parser; errors located by a re-scan.
+
+    The indices are parsed as written, then the base is applied here: ``"auto"`` is
+    zero-based exactly when an index 0 occurs, and an index 0 in a file read as
+    one-based is an error (it would be silently dropped, or shift every column).
+    """
     from sklearn.datasets import load_svmlight_file
 
     try:
-        with _open(path, compression) as f:
-            X, labels = load_svmlight_file(f, dtype=np.float64, zero_based=zero_based)
+        with _open(found) as f:
+            X, labels = load_svmlight_file(f, dtype=np.float64, zero_based=True)
     except _DECOMPRESSION_ERRORS as exc:
-        raise _corrupt(source, compression, exc) from None
+        raise _corrupt(found, exc) from None
     except (ValueError, OverflowError) as exc:
-        raise _libsvm_error(path, source, compression, zero_based, exc) from None
+        raise _libsvm_error(found, zero_based, exc) from None
     if X.shape[0] == 0:
-        raise DataError(f"{source}: no data lines (only blank lines or comments)")
+        raise DataError(f"{found.source}: no data lines (only blank lines or comments)")
     if not (np.isfinite(X.data).all() and np.isfinite(labels).all()):
-        raise _libsvm_error(path, source, compression, zero_based, None, X=X)
-    return Dataset(X.tocsr(), labels, source)
+        raise _libsvm_error(found, zero_based, None, X=X)
+    X = X.tocsr()
+    has_zero = bool(X.nnz) and int(X.indices.min()) == 0
+    if zero_based == "auto":
+        zero_based = has_zero
+    elif not zero_based and has_zero:
+        raise _libsvm_error(found, False, None, X=X)
+    if not zero_based:
+        X = sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], max(X.shape[1] - 1, 0)))
+    return Dataset(X, labels, found.source, format="libsvm", zero_based=bool(zero_based), open_width=True)
 
 
 def _libsvm_problem(line: bytes, zero_based: bool | str) -> str | None:
@@ -281,7 +389,9 @@ def _libsvm_problem(line: bytes, zero_based: bool | str) -> str | None:
             index = int(index_text)
         except ValueError:
             return f"feature index {_excerpt(index_text, 20)} is not an integer"
-        if index < 0 or (index == 0 and zero_based is False) or index >= 2**63:
+        if index == 0 and zero_based is False:
+            return "feature index 0 in a file read with one-based indices (the training data's)"
+        if index < 0 or index >= 2**63:
             return f"feature index {index} is out of range"
         if index <= previous:
             return f"feature index {index} after {previous}: indices must increase"
@@ -295,28 +405,21 @@ def _libsvm_problem(line: bytes, zero_based: bool | str) -> str | None:
     return None
 
 
-def _libsvm_error(
-    path: Path,
-    source: str,
-    compression: str | None,
-    zero_based: bool | str,
-    exc: BaseException | None,
-    X: Any = None,
-) -> DataError:
+def _libsvm_error(found: _Input, zero_based: bool | str, exc: BaseException | None, X: Any = None) -> DataError:
     """Re-scan the text for the first bad line and describe it."""
     try:
-        with _open(path, compression) as f:
+        with _open(found) as f:
             for number, line in enumerate(f, start=1):
                 problem = _libsvm_problem(line, zero_based)
                 if problem:
-                    return DataError(f"{source}: line {number}: {problem} in {_excerpt(line)}")
+                    return DataError(f"{found.source}: line {number}: {problem} in {_excerpt(line)}")
     except _DECOMPRESSION_ERRORS as err:
-        return _corrupt(source, compression, err)
+        return _corrupt(found, err)
     if X is not None:  # the scan disagreed with the parser: locate by row instead
         k = int(np.flatnonzero(~np.isfinite(X.data))[0]) if X.nnz else 0
         row = int(np.searchsorted(X.indptr, k, side="right")) - 1
-        return DataError(f"{source}: data row {row + 1}: a label or feature is not finite")
-    return DataError(f"{source}: not a LIBSVM/svmlight file ({_one_line(exc)})")
+        return DataError(f"{found.source}: data row {row + 1}: a label or feature is not finite")
+    return DataError(f"{found.source}: not a LIBSVM/svmlight file ({one_line(exc)})")
 
 
 def _decode(raw: bytes, source: str) -> str:
@@ -340,14 +443,24 @@ def _numbered_lines(text: str) -> Iterator[tuple[int, str]]:
         yield number, line.rstrip("\r")
 
 
-def _sniff_delimiter(line: str) -> str | None:
-    """The most frequent of ``,`` ``;`` tab in ``line``; ``None`` (whitespace) if none."""
-    counts = {d: line.count(d) for d in (",", ";", "\t")}
+def _sniff_delimiter(lines: list[tuple[int, str]]) -> str | None:
+    """The delimiter of the first lines: ``;``, tab or ``,`` (in that order of preference)
+    when it occurs the same number of times on each; ``None`` (whitespace) if none does.
+
+    ``;`` comes first because a file separated by ``;`` may use ``,`` as its decimal mark,
+    while a ``,`` file has no ``;`` in its numbers.
+    """
+    sample = [line for _, line in lines[:20]]
+    for candidate in (";", "\t", ","):
+        counts = {line.count(candidate) for line in sample}
+        if len(counts) == 1 and counts != {0}:
+            return candidate
+    counts = {d: sample[0].count(d) for d in (";", "\t", ",")}  # ragged: the first line decides
     best = max(counts, key=counts.get)
     return best if counts[best] else None
 
 
-def _is_number(text: str) -> bool:
+def _is_number(text: str | bytes) -> bool:
     try:
         float(text)
     except ValueError:
@@ -365,29 +478,68 @@ def _split_rows(
         return [[field.strip() for field in row] for row in reader]
     except csv.Error as exc:
         number = lines[min(reader.line_num, len(lines)) - 1][0]
-        raise DataError(f"{source}: line {number}: {_one_line(exc)}") from None
+        raise DataError(f"{source}: line {number}: {one_line(exc)}") from None
+
+
+#: ``--delimiter`` names for the characters that are awkward to type.
+_DELIMITER_NAMES = {"tab": "\t", "\\t": "\t", "space": None, "whitespace": None, " ": None, "": None}
+
+
+def _csv_delimiter(delimiter: str | None, lines: list[tuple[int, str]]) -> str | None:
+    """The delimiter given (a character, ``tab``, ``whitespace``, KEEL's ``, ``), else sniffed."""
+    if delimiter is None:
+        return _sniff_delimiter(lines)
+    delimiter = _DELIMITER_NAMES.get(delimiter.lower() if len(delimiter) > 1 else delimiter, delimiter)
+    if delimiter is not None and delimiter.strip():
+        delimiter = delimiter.strip()  # KEEL's ", " is "," with the spaces skipped
+    if delimiter is not None and (len(delimiter) != 1 or delimiter in "\"\r\n"):
+        raise ParameterError(f"delimiter must be one character, tab or whitespace, not {_excerpt(delimiter, 20)}")
+    return delimiter
+
+
+def _integer(text: str) -> int | None:
+    """``text`` as a whole number (ASCII digits, optional sign), else None."""
+    return int(text) if re.fullmatch(r"[+-]?[0-9]+", text.strip()) else None
+
+
+def _looks_like_header(rows: list[list[str]], label_index: int | None) -> bool:
+    """Whether the first row names the columns (the rule when neither --header nor --no-header).
+
+    It does when (1) none of its feature fields is a number (``a,b,class``); or (2) its
+    fields are the column numbers ``0,1,2,...`` or ``1,2,3,...`` (three columns or more:
+    what a data frame without names writes); or (3) its label field is not a number
+    while every other row's label is one (``0,1,2,y`` over labels -1 and 1). Any other
+    first row is data: a row with a number among its features is never dropped.
+    """
+    first = rows[0]
+    features = [field for column, field in enumerate(first) if column != label_index]
+    if features and not any(_is_number(field) for field in features):
+        return True
+    numbers = [_integer(field) for field in first]
+    if len(first) >= 3 and numbers[0] in (0, 1) and numbers == list(range(numbers[0], numbers[0] + len(first))):
+        return True
+    return (label_index is not None and len(rows) > 1 and not _is_number(first[label_index])
+            and all(_is_number(row[label_index]) for row in rows[1:]))
 
 
 def _read_csv(
-    path: Path,
-    source: str,
-    compression: str | None,
+    found: _Input,
     label_column: int | str,
     delimiter: str | None,
+    header: bool | None,
+    unlabelled_width: int | None = None,
 ) -> Dataset:
-    """A delimited text file: numeric feature columns and one label column."""
-    text = _decode(_read_bytes(path, source, compression), source)
+    """A delimited text file: numeric feature columns and one label column.
+
+    With ``unlabelled_width`` (features to predict), a file of exactly that many columns
+    has no label column.
+    """
+    source = found.source
+    text = _decode(_read_bytes(found), source)
     lines = list(_numbered_lines(text))
     if not lines:
         raise DataError(f"{source}: empty file")
-    if delimiter is None:
-        delimiter = _sniff_delimiter(lines[0][1])
-    else:
-        delimiter = {"tab": "\t", "\\t": "\t", " ": None, "": None}.get(delimiter, delimiter)
-        if delimiter is not None and delimiter.strip():
-            delimiter = delimiter.strip()  # KEEL's ", " is "," with the spaces skipped
-        if delimiter is not None and len(delimiter) != 1:
-            raise ParameterError(f"delimiter must be one character (or ', '), not {delimiter!r}")
+    delimiter = _csv_delimiter(delimiter, lines)
     rows = _split_rows(lines, delimiter, source)
     n_columns = len(rows[0])
     for (number, line), row in zip(lines, rows):
@@ -396,40 +548,37 @@ def _read_csv(
                 f"{source}: line {number}: {len(row)} fields where line {lines[0][0]} "
                 f"has {n_columns} (delimiter {delimiter or 'whitespace'!r})"
             )
-    if n_columns < 2:
+    has_label = n_columns != unlabelled_width
+    if n_columns < 2 and has_label:
         raise DataError(
             f"{source}: line {lines[0][0]}: one column only; need features and a label "
             f"(delimiter {delimiter or 'whitespace'!r})"
         )
 
     first = rows[0]
-
-    def looks_like_header(label_index: int) -> bool:  # no feature field is a number
-        return not any(_is_number(f) for c, f in enumerate(first) if c != label_index)
-
-    header: list[str] | None = None
-    if (
-        isinstance(label_column, str)
-        and label_column in first
-        and looks_like_header(first.index(label_column))
-    ):
-        header, label_index = first, first.index(label_column)
-    else:
-        label_index = _column_index(label_column, first, n_columns, source, lines[0][0])
-        if looks_like_header(label_index):
-            header = first
-    if header is not None:
+    label_index: int | None = None
+    if has_label and isinstance(label_column, str) and _integer(label_column) is None:
+        if header is False or label_column not in first:
+            names = ", ".join(_excerpt(f, 20) for f in first[:8]) + (", …" if n_columns > 8 else "")
+            raise DataError(f"{source}: line {lines[0][0]}: no column named {_excerpt(label_column, 30)} "
+                            f"(first line: {names}{'; --no-header given' if header is False else ''})")
+        label_index, header = first.index(label_column), True
+    elif has_label:
+        label_index = _column_index(label_column, n_columns, source)
+    if header is None:
+        header = _looks_like_header(rows, label_index)
+    names = first if header else None
+    if header:
         lines, rows = lines[1:], rows[1:]
         if not rows:
             raise DataError(f"{source}: a header line but no data lines")
 
     table = np.array(rows, dtype=str)
-    label_text = table[:, label_index]
-    feature_text = np.delete(table, label_index, axis=1)
     feature_columns = [c for c in range(n_columns) if c != label_index]
+    feature_text = table[:, feature_columns]
 
     def where(row: int, column: int) -> str:
-        name = f" ({header[feature_columns[column]]!r})" if header else ""
+        name = f" ({_excerpt(names[feature_columns[column]], 30)})" if names else ""
         return f"line {lines[row][0]}, column {feature_columns[column] + 1}{name}"
 
     try:
@@ -440,33 +589,22 @@ def _read_csv(
             try:
                 X[i, j] = float(field)
             except ValueError:
-                raise DataError(
-                    f"{source}: {where(i, j)}: {_excerpt(field, 30)} is not a number"
-                ) from None
+                hint = " (a decimal comma? calopt reads decimal points)" if _is_number(field.replace(",", ".")) else ""
+                raise DataError(f"{source}: {where(i, j)}: {_excerpt(field, 30)} is not a number{hint}") from None
     bad = np.argwhere(~np.isfinite(X))
     if len(bad):
         i, j = bad[0]
         raise DataError(
-            f"{source}: {where(i, j)}: {str(feature_text[i, j])!r} is not finite "
+            f"{source}: {where(i, j)}: {_excerpt(str(feature_text[i, j]), 30)} is not finite "
             "(features must be finite numbers)"
         )
-    labels = _parse_labels(label_text, [n for n, _ in lines], source)
-    return Dataset(X, labels, source)
+    labels = None if label_index is None else _parse_labels(table[:, label_index], [n for n, _ in lines], source)
+    return Dataset(X, labels, source, format="csv", open_width=False)
 
 
-def _column_index(
-    label_column: int | str, first: list[str], n_columns: int, source: str, line: int
-) -> int:
-    """``label_column`` (an int, or a str naming a column or holding an int) as 0..n-1."""
-    column = label_column
-    if isinstance(column, str):
-        try:
-            column = int(column)
-        except ValueError:
-            names = ", ".join(repr(f) for f in first[:8]) + (", …" if n_columns > 8 else "")
-            raise DataError(
-                f"{source}: line {line}: no column named {label_column!r} (first line: {names})"
-            ) from None
+def _column_index(label_column: int | str, n_columns: int, source: str) -> int:
+    """``label_column`` (an int, or a str holding one) as 0..n-1."""
+    column = _integer(label_column) if isinstance(label_column, str) else label_column
     if not -n_columns <= column < n_columns:
         raise DataError(
             f"{source}: label column {label_column} is out of range: the file has "
@@ -490,37 +628,97 @@ def _parse_labels(text: np.ndarray, numbers: list[int], source: str) -> np.ndarr
     if len(bad):
         first_bad = int(bad[0])
         raise DataError(
-            f"{source}: line {numbers[first_bad]}: label {str(text[first_bad])!r} is not finite"
+            f"{source}: line {numbers[first_bad]}: label {_excerpt(str(text[first_bad]), 30)} is not finite"
         )
     return values
 
 
-def _read_npz(path: Path, source: str, compression: str | None) -> Dataset:
-    """An ``.npz`` archive holding ``X`` (2-D, numeric) and ``y`` (1-D, same length)."""
-    file = BytesIO(_read_bytes(path, source, compression)) if compression else path
-    failures = (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
-    try:
-        archive = np.load(file, allow_pickle=False)
-    except failures as exc:
-        raise DataError(f"{source}: not an NPZ archive ({_one_line(exc)})") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise DataError(f"{source}: a single .npy array, not an NPZ archive with X and y")
-    with archive:
-        missing = [key for key in ("X", "y") if key not in archive.files]
-        if missing:
-            found = ", ".join(archive.files) or "nothing"
-            raise DataError(
-                f"{source}: no array {' or '.join(missing)} in the archive (found: {found})"
-            )
+#: The most a deflated zip member can expand (deflate's limit is about 1032:1).
+_DEFLATE_RATIO = 1032
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def _size_text(n: int) -> str:
+    for unit in ("bytes", "kB", "MB", "GB", "TB", "PB"):
+        if n < 1000 or unit == "PB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000
+    return ""
+
+
+def _member_problem(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> str | None:
+    """What is wrong with one ``.npy`` member, from its header alone (nothing allocated)."""
+    name = info.filename
+    with archive.open(info) as member:
         try:
-            X, y = archive["X"], archive["y"]
-        except failures as exc:
-            raise DataError(f"{source}: unreadable array ({_one_line(exc)})") from None
+            version = np.lib.format.read_magic(member)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+            elif version == (2, 0):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+            else:
+                return f"{name}: .npy format version {version[0]}.{version[1]} is not supported"
+        except (ValueError, EOFError, SyntaxError) as exc:
+            return f"{name}: not a .npy array ({one_line(exc, 80)})"
+        header = member.tell()
+    if dtype.hasobject:
+        return f"{name}: an array of Python objects (refused: reading it would need pickle)"
+    declared = math.prod(shape) * dtype.itemsize
+    shape_text = "×".join(map(str, shape)) or "scalar"
+    if declared > info.file_size - header:
+        return (f"{name}: declares a {shape_text} {dtype} array ({_size_text(declared)}) but holds "
+                f"{_size_text(max(info.file_size - header, 0))}")
+    stored = info.compress_size if info.compress_type == zipfile.ZIP_STORED else info.compress_size * _DEFLATE_RATIO
+    if info.file_size > stored + 1024:
+        return f"{name}: declares {_size_text(info.file_size)} in {_size_text(info.compress_size)} of archive"
+    return None
+
+
+def npz_arrays(file: str | os.PathLike | BytesIO) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` archive (a path or an open binary file), read without pickle.
+
+    Every member's ``.npy`` header (magic, shape, dtype) is read first and its declared
+    size checked against the bytes the member holds, and those against its stored or
+    compressed size, before any array is allocated: a forged header cannot ask for
+    terabytes. Raises ``ValueError`` naming the member for a bad one; zip errors
+    (``zipfile.BadZipFile``, ``OSError``, ``EOFError``) pass through for the caller to word.
+    """
+    with zipfile.ZipFile(file) as archive:
+        members = archive.infolist()
+        for info in members:
+            problem = _member_problem(archive, info)
+            if problem:
+                raise ValueError(problem)
+        arrays = {}
+        for info in members:
+            with archive.open(info) as member:
+                arrays[info.filename.removesuffix(".npy")] = np.lib.format.read_array(member, allow_pickle=False)
+        return arrays
+
+
+def _read_npz(found: _Input, labelled: bool = True) -> Dataset:
+    """An ``.npz`` archive holding ``X`` (2-D, numeric) and ``y`` (1-D, same length; optional
+    when not ``labelled``)."""
+    source = found.source
+    file = BytesIO(_read_bytes(found)) if found.compression or found.content is not None else found.path
+    if _read_bytes(found, len(_NPY_MAGIC)) == _NPY_MAGIC:
+        raise DataError(f"{source}: a single .npy array, not an NPZ archive with X and y")
+    try:
+        arrays = npz_arrays(file)
+    except ValueError as exc:
+        raise DataError(f"{source}: {one_line(exc)}") from None
+    except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, NotImplementedError) as exc:
+        raise DataError(f"{source}: not an NPZ archive ({one_line(exc)})") from None
+    missing = [key for key in ("X", "y") if key not in arrays and (labelled or key == "X")]
+    if missing:
+        names = ", ".join(_excerpt(name, 20) for name in list(arrays)[:8]) or "nothing"
+        raise DataError(f"{source}: no array {' or '.join(missing)} in the archive (found: {names})")
+    X, y = arrays["X"], arrays.get("y")
     if X.ndim != 2 or X.dtype.kind not in "biuf":
         raise DataError(f"{source}: X must be a 2-D numeric array, not {X.dtype} {X.shape}")
-    if y.ndim != 1 or y.dtype.kind not in "biufUS":
+    if y is not None and (y.ndim != 1 or y.dtype.kind not in "biufUS"):
         raise DataError(f"{source}: y must be a 1-D array of labels, not {y.dtype} {y.shape}")
-    if len(y) != X.shape[0]:
+    if y is not None and len(y) != X.shape[0]:
         raise DataError(f"{source}: X has {X.shape[0]} rows but y has {len(y)} labels")
     if X.shape[0] == 0:
         raise DataError(f"{source}: X has no rows")
@@ -529,18 +727,18 @@ def _read_npz(path: Path, source: str, compression: str | None) -> Dataset:
     if len(bad):
         i, j = bad[0]
         raise DataError(f"{source}: X[{i}, {j}] is {X[i, j]} (row {i}, column {j}, from 0)")
-    if y.dtype.kind == "f" and not np.isfinite(y).all():
+    if y is not None and y.dtype.kind == "f" and not np.isfinite(y).all():
         i = int(np.flatnonzero(~np.isfinite(y))[0])
         raise DataError(f"{source}: y[{i}] is {y[i]} (labels must be finite)")
-    return Dataset(X, y, source)
+    return Dataset(X, y, source, format="npz", open_width=False)
 
 
 def read_label_file(path: str | os.PathLike) -> np.ndarray:
-    """One label per line (plain, .bz2 or .gz): float64 if all are numbers, else strings."""
-    source = os.fspath(path)
-    path = Path(source)
-    compression = _compression(path, source)
-    raw = _read_bytes(path, source, compression)
+    """One label per line (plain, .bz2 or .gz; ``-`` or a pipe read once): float64 if all are
+    numbers, else strings."""
+    found = _input(path)
+    source = found.source
+    raw = _read_bytes(found)
     _check_text(raw, source)
     lines = [line.strip() for line in _decode(raw, source).split("\n")]
     while lines and not lines[-1]:
@@ -558,31 +756,37 @@ def read_label_file(path: str | os.PathLike) -> np.ndarray:
 # ----------------------------------------------------------------------------- features
 
 
-def align_features(dataset: Dataset, n_features: int) -> Dataset:
-    """``dataset`` with exactly ``n_features`` columns: zero columns are appended to a
-    narrower one (a test file whose last features never occur); a wider one is an error."""
-    return _align(dataset, n_features, f"the model has {n_features}")
+def align_features(dataset: Dataset, n_features: int, *, of: str = "the model") -> Dataset:
+    """``dataset`` with exactly ``n_features`` columns, the width of ``of`` (for the message).
+
+    The one width rule: zero columns are appended to a narrower LIBSVM file (its width is
+    only its largest index, and absent trailing features are zero); any other difference,
+    a wider file or a CSV/NPZ file or an embedded dataset of another width, is a one-line
+    DataError naming the file and both widths.
+    """
+    return _align(dataset, n_features, f"{of} has {n_features}")
 
 
 def _is_count(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def _align(dataset: Dataset, n_features: int, expected: str) -> Dataset:
+def _align(dataset: Dataset, n_features: int, reference: str) -> Dataset:
     if not _is_count(n_features) or n_features < 0:
         raise ParameterError(f"n_features must be a non-negative integer, not {n_features!r}")
     have = dataset.n_features
     if have == n_features:
         return dataset
-    if have > n_features:
-        raise DataError(f"{dataset.source} has {have} features, {expected}")
+    if have > n_features or not dataset.open_width:
+        label = " and a label column" if dataset.format == "csv" and dataset.labels is not None else ""
+        raise DataError(f"{dataset.source} has {have} features{label}, {reference}")
     X = dataset.X
     if sp.issparse(X):
         X = X.tocsr(copy=True)
         X.resize((X.shape[0], int(n_features)))
     else:
         X = np.hstack([X, np.zeros((X.shape[0], n_features - have), dtype=X.dtype)])
-    return Dataset(X, dataset.labels, dataset.source)
+    return dataset.like(X, dataset.labels)
 
 
 # ----------------------------------------------------------------------------- splitting
@@ -611,8 +815,8 @@ def train_test_split(
             stratify=dataset.labels if stratify else None,
         )
     except ValueError as exc:
-        raise DataError(f"{dataset.source}: cannot split ({_one_line(exc)})") from None
+        raise DataError(f"{dataset.source}: cannot split ({one_line(exc)})") from None
     return (
-        Dataset(X_train, y_train, f"{dataset.source} [train part]"),
-        Dataset(X_test, y_test, f"{dataset.source} [test part]"),
+        dataset.like(X_train, y_train, f"{dataset.source} [train part]"),
+        dataset.like(X_test, y_test, f"{dataset.source} [test part]"),
     )

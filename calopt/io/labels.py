@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from calopt.errors import DataError
+from calopt.errors import DataError, one_line
 
 __all__ = [
     "encode_among",
@@ -45,9 +45,7 @@ def label_text(value: Any) -> str:
 def show_label(value: Any) -> str:
     """A label for a message: ``1`` for 1.0, ``'g'`` for a string, cut when long."""
     value = json_label(value)
-    text = label_text(value)
-    if len(text) > _SHOWN_LABEL:
-        text = text[: _SHOWN_LABEL - 1] + "…"
+    text = one_line(label_text(value), _SHOWN_LABEL)
     return repr(text) if isinstance(value, str) else text
 
 
@@ -142,7 +140,10 @@ def encode_among(labels: Any, classes: tuple[Any, ...], *, source: str = "labels
             codes[match] = code
     unknown = np.flatnonzero(codes < 0)
     if unknown.size:
-        shown = ", ".join(label_text(c) for c in classes[:8]) + (", …" if len(classes) > 8 else "")
-        raise DataError(f"row {int(unknown[0]) + 1}: label {label_text(labels[unknown[0]])} "
+        def text(label: Any) -> str:
+            return one_line(label_text(label), _SHOWN_LABEL)
+
+        shown = ", ".join(text(c) for c in classes[:8]) + (", …" if len(classes) > 8 else "")
+        raise DataError(f"row {int(unknown[0]) + 1}: label {text(labels[unknown[0]])} "
                         f"is not one of the model's classes ({shown})", source=source)
     return codes

@@ -4,7 +4,8 @@ Models, multiclass models and checkpoints are all written by :func:`save_archive
 read by :func:`load_archive`: NumPy arrays (no object arrays, read with
 ``allow_pickle=False``, so loading never executes anything), a JSON document stored as
 UTF-8 bytes under ``metadata`` with the format name, its version and a SHA-256
-checksum. Writes are atomic (a temporary file beside the target, then a rename), and
+checksum. Writes follow :func:`atomic_write` (a regular file is replaced by a rename,
+never left half-written; ``/dev/null``, a FIFO or a terminal is written in place), and
 deterministic: the zip entries carry a fixed date and timings stay out of the file, so
 the same model gives the same bytes.
 """
@@ -12,8 +13,11 @@ the same model gives the same bytes.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import re
+import stat
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -22,21 +26,63 @@ from typing import Any
 
 import numpy as np
 
-from calopt.errors import ModelFileError
+from calopt.errors import ModelFileError, one_line
+from calopt.io.files import npz_arrays
 
 __all__ = ["FORMAT_NAMES", "atomic_write", "load_archive", "read_format", "read_npz", "save_archive",
            "saved_history", "write_npz"]
 
+def _umask() -> int:
+    """The process's file-creation mask (read without changing it where /proc allows)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore (not thread-safe, but brief)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *, mode: str = "wb") -> None:
-    """Call ``write(file)`` on a temporary file beside ``path``, then rename it into place."""
+    """Call ``write(file)`` so that ``path`` is never left half-written, and only ``path`` changes.
+
+    The one rule for every file calopt writes (models, checkpoints, predictions):
+
+    - a regular file (new or existing) is written to a temporary file in the same
+      directory, flushed, fsync-ed and renamed over the target; a new file gets the mode
+      the umask allows (0666 & ~umask), an existing one keeps its mode;
+    - a symbolic link is followed: its final target is written by the rule above, and the
+      link stays a link;
+    - anything else that exists (``/dev/null``, ``/dev/stdout``, a FIFO, a terminal, or a
+      link to one) is written in place, in one piece, never replaced.
+    """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        found = os.stat(path)  # follows links: what the path points at
+    except FileNotFoundError:
+        found = None
+    except OSError:  # e.g. a name too long: let open() say so below
+        found = None
+    if found is not None and not stat.S_ISREG(found.st_mode) and not stat.S_ISDIR(found.st_mode):
+        content = io.BytesIO() if "b" in mode else io.StringIO()
+        write(content)  # whole first: zip needs a file that tells positions; a device tells none
+        with open(path, mode) as handle:
+            handle.write(content.getvalue())
+        return
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    permissions = stat.S_IMODE(found.st_mode) if found is not None else 0o666 & ~_umask()
+    # the temporary name is short whatever the target's: a 255-byte name stays writable
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:40]}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, mode) as handle:
             write(handle)
             handle.flush()
+            os.fchmod(handle.fileno(), permissions)
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -63,30 +109,54 @@ def write_npz(handle: Any, arrays: dict[str, np.ndarray]) -> None:
 
 
 def read_npz(path: str | os.PathLike, what: str) -> dict[str, np.ndarray]:
-    """The arrays of the ``.npz`` at ``path``, read without pickle; a one-line ModelFileError
-    when it is missing, empty, truncated or no archive (``what``: "model file", ...)."""
+    """The arrays of the ``.npz`` at ``path``, read without pickle and each member's declared
+    size checked before it is allocated (:func:`calopt.io.files.npz_arrays`); a one-line
+    ModelFileError when it is missing, empty, truncated, no archive or holds a bad array
+    (``what``: "model file", ...)."""
     path, magic = Path(path), None
     try:
         with open(path, "rb") as handle:
             magic = handle.read(4)
-        with np.load(path, allow_pickle=False) as archive:
-            return {key: archive[key] for key in archive.files}
+        return npz_arrays(path)
     except FileNotFoundError:
         raise ModelFileError(f"{path}: no such {what}") from None
     except IsADirectoryError:
         raise ModelFileError(f"{path}: is a directory, not a calopt {what}") from None
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, NotImplementedError) as exc:
         if magic is None:
             problem = f"cannot read ({getattr(exc, 'strerror', None) or exc})"
         elif not magic:
             problem = "empty file"
         elif magic != b"PK\x03\x04":
             problem = "not an .npz archive"
-        elif isinstance(exc, ValueError):  # e.g. an object array, refused without unpickling
+        elif isinstance(exc, ValueError):  # a member that is no array, an object array, a forged size
             problem = f"unreadable array ({exc})"
         else:  # a zip archive, cut short or damaged
             problem = f"truncated or corrupt archive ({type(exc).__name__}: {exc})"
         raise ModelFileError(f"{path}: not a calopt {what}: {problem}") from None
+
+
+#: How deeply the metadata's JSON may nest (a model's is 3 deep, a checkpoint's about 12).
+_MAX_DEPTH = 64
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _metadata(blob: np.ndarray) -> Any:
+    """The JSON document in the ``metadata`` array; ValueError when it is not one, or nests
+    deeper than :data:`_MAX_DEPTH` (counted before parsing: no RecursionError)."""
+    if blob.dtype != np.uint8 or blob.ndim != 1:
+        raise ValueError(f"metadata is a {blob.dtype} array, not UTF-8 bytes")
+    raw = blob.tobytes()
+    depth = 0
+    for token in _JSON_TOKENS.finditer(raw):
+        bracket = token.group()
+        if bracket in (b"[", b"{"):
+            depth += 1
+            if depth > _MAX_DEPTH:
+                raise ValueError(f"metadata nested more than {_MAX_DEPTH} levels deep")
+        elif bracket in (b"]", b"}"):
+            depth -= 1
+    return json.loads(raw.decode())
 
 
 def _checksum(arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> str:
@@ -123,10 +193,12 @@ def load_archive(path: str | os.PathLike, *, format: str, version: int,
     """
     path, what = Path(path), FORMAT_NAMES[format].removeprefix("calopt ")
     arrays = read_npz(path, what)
+    if "metadata" not in arrays:
+        raise ModelFileError(f"{path}: not a calopt {what} (no metadata)")
     try:
-        metadata = json.loads(arrays.pop("metadata").tobytes().decode())
-    except (KeyError, AttributeError, UnicodeDecodeError, json.JSONDecodeError):
-        raise ModelFileError(f"{path}: not a calopt {what} (no readable metadata)") from None
+        metadata = _metadata(arrays.pop("metadata"))
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError too
+        raise ModelFileError(f"{path}: not a calopt {what} (unreadable metadata: {one_line(exc, 80)})") from None
     kind = metadata.get("format") if isinstance(metadata, dict) else None
     if kind != format:
         other = f" (it is a {FORMAT_NAMES[kind]})" if kind in FORMAT_NAMES else ""
@@ -135,6 +207,10 @@ def load_archive(path: str | os.PathLike, *, format: str, version: int,
     if not isinstance(found, int) or found > version:
         raise ModelFileError(f"{path}: {what} format version {found} is newer than this calopt "
                              f"understands ({version}); upgrade calopt")
+    for key, value in arrays.items():  # before the checksum, which reads them as numbers
+        if value.dtype.kind not in "biuf":
+            raise ModelFileError(f"{path}: array {one_line(key, 80)} holds {value.dtype} values; a calopt {what} "
+                                 "holds numbers only")
     if metadata.pop("sha256", None) != checksum(arrays, metadata):
         raise ModelFileError(f"{path}: checksum mismatch: the {what} is corrupt")
     return arrays, metadata
@@ -148,8 +224,7 @@ def saved_history(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def read_format(path: str | os.PathLike) -> str | None:
     """The ``format`` named in the metadata of the archive at ``path``; None when unreadable."""
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            metadata = json.loads(archive["metadata"].tobytes().decode())
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, AttributeError, UnicodeDecodeError):
+        metadata = _metadata(npz_arrays(path)["metadata"])
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, NotImplementedError):
         return None
     return metadata.get("format") if isinstance(metadata, dict) else None

@@ -10,6 +10,8 @@ under one format name per kind; :func:`load_model` reads either.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +21,7 @@ import numpy as np
 
 from calopt import registry
 from calopt.backends import backend_of, get_backend, is_sparse, to_numpy
-from calopt.errors import DataError, ModelFileError, ParameterError
+from calopt.errors import DataError, ModelFileError, ParameterError, one_line
 from calopt.io.labels import encode_among, encode_like, json_label, label_text
 from calopt.measures import confusion_counts, safe_divide
 from calopt.models.archive import load_archive, read_format, save_archive, saved_history
@@ -48,6 +50,11 @@ def linear_scores(X: Any, coef: np.ndarray, intercept: Any) -> Any:
 @dataclass
 class Model:
     """What every fitted calopt model has: weights, classes, how it was trained, its history.
+
+    ``options`` holds the fit options; the command line adds ``options["data"]``, how the
+    training file was read (``format``, ``zero_based``: the LIBSVM index base, and
+    ``n_features``), so that test files are read the same way. Files without it (older
+    ones, or models saved from Python) are read with each file's own base.
 
     ``history`` has one row per epoch; ``status`` is the training loop's (0 converged,
     1 the epoch budget, 2 stopped by a callback, −1 diverged) and ``message`` says it
@@ -131,28 +138,82 @@ class Model:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Model:
-        """Read a model written by :meth:`save`; any problem is a one-line ModelFileError."""
+        """Read a model written by :meth:`save`; any problem is a one-line ModelFileError.
+
+        After the checksum, every field is checked for its type and shape (:meth:`_common`,
+        :meth:`_from_file`): a file whose checksum was forged still cannot hand
+        ``predict`` a matrix where a vector belongs, or arrays where labels belong.
+        """
         path = Path(path)
         arrays, metadata = load_archive(path, format=cls.FORMAT, version=cls.FORMAT_VERSION)
-        if "coef" not in arrays:
-            raise ModelFileError(f"{path}: incomplete model file (no coef array)")
         try:
             return cls._from_file(arrays, metadata)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ModelFileError(f"{path}: incomplete model metadata ({exc})") from None
         except ModelFileError as exc:
             raise ModelFileError(f"{path}: {exc}") from None
 
     @staticmethod
     def _common(arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> dict[str, Any]:
-        """The fields every model file holds, as constructor arguments."""
+        """The fields every model file holds, checked, as constructor arguments."""
+        missing = [key for key in ("classes", "measure", "algorithm", "loss", "options", "history", "status",
+                                   "message", "calopt_version") if key not in metadata]
+        if missing or "coef" not in arrays:
+            raise ModelFileError(f"incomplete model file (no {(missing or ['coef array'])[0]})")
+        coef, scale = _numbers(arrays["coef"], "coef"), arrays.get("scale")
+        if scale is not None and (_numbers(scale, "scale").shape != coef.shape[:1]):
+            raise ModelFileError(f"scale has shape {scale.shape}, coef {coef.shape}")
+        classes = metadata["classes"]
+        if not (isinstance(classes, list) and all(_is_label(c) for c in classes) and len(set(classes)) == len(classes)):
+            raise ModelFileError(f"classes must be a list of distinct labels (strings or numbers), "
+                                 f"not {_shown(classes)}")
+        for key in ("measure", "algorithm", "loss", "message", "calopt_version"):
+            _check(isinstance(metadata[key], str), f"{key} must be a string, not {_shown(metadata[key])}")
+        _check(isinstance(metadata["options"], dict), f"options must be an object, not {_shown(metadata['options'])}")
+        data = metadata["options"].get("data", {})
+        _check(isinstance(data, dict) and (data.get("zero_based") is None or type(data["zero_based"]) is bool)
+               and isinstance(data.get("format", ""), str),
+               f"options.data must say how the training data were read, not {_shown(data)}")
+        history = metadata["history"]
+        _check(isinstance(history, list) and all(isinstance(row, dict) for row in history),
+               f"history must be a list of objects, not {_shown(history)}")
+        status = metadata["status"]
+        _check(isinstance(status, int) and not isinstance(status, bool),
+               f"status must be an integer, not {_shown(status)}")
+        fit_seconds = metadata.get("fit_seconds", 0.0)  # files of before 0.1 only
+        _check(_is_number(fit_seconds), f"fit_seconds must be a number, not {_shown(fit_seconds)}")
         return dict(
-            coef=arrays["coef"], classes=tuple(metadata["classes"]), measure=metadata["measure"],
-            algorithm=metadata["algorithm"], loss=metadata["loss"], scale=arrays.get("scale"),
-            options=metadata["options"], history=metadata["history"],
-            fit_seconds=float(metadata.get("fit_seconds", 0.0)),  # files of before 0.1 only
-            status=int(metadata["status"]), message=metadata["message"], version=metadata["calopt_version"],
+            coef=coef, classes=tuple(classes), measure=metadata["measure"], algorithm=metadata["algorithm"],
+            loss=metadata["loss"], scale=scale, options=metadata["options"], history=history,
+            fit_seconds=float(fit_seconds), status=status, message=metadata["message"],
+            version=metadata["calopt_version"],
         )
+
+
+def _check(condition: bool, problem: str) -> None:
+    if not condition:
+        raise ModelFileError(problem)
+
+
+def _is_number(value: Any) -> bool:
+    """A finite int or float (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_label(value: Any) -> bool:
+    """A class label a file may hold: a string, a bool or a finite number."""
+    return isinstance(value, (str, bool)) or _is_number(value)
+
+
+def _numbers(array: np.ndarray, name: str) -> np.ndarray:
+    """``array`` as finite float64; a ModelFileError for any other kind of array."""
+    _check(array.dtype.kind in "biuf", f"{name} holds {array.dtype} values, not numbers")
+    array = np.asarray(array, dtype=np.float64)
+    _check(bool(np.isfinite(array).all()), f"{name} holds values that are not finite")
+    return array
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """A value from a file, for a message: its JSON, cut when long."""
+    return one_line(json.dumps(value, default=str), limit)
 
 
 @dataclass
@@ -216,8 +277,13 @@ class LinearModel(Model):
 
     @classmethod
     def _from_file(cls, arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> LinearModel:
-        return cls(**cls._common(arrays, metadata), intercept=float(metadata["intercept"]),
-                   threshold=float(metadata["threshold"]))
+        common = cls._common(arrays, metadata)
+        _check(common["coef"].ndim == 1,
+               f"coef of a binary model must be a vector, not of shape {common['coef'].shape}")
+        _check(len(common["classes"]) == 2, f"a binary model has 2 classes, not {len(common['classes'])}")
+        for key in ("intercept", "threshold"):
+            _check(_is_number(metadata.get(key)), f"{key} must be a finite number, not {_shown(metadata.get(key))}")
+        return cls(**common, intercept=float(metadata["intercept"]), threshold=float(metadata["threshold"]))
 
 
 @dataclass
@@ -314,7 +380,7 @@ class MulticlassModel(Model):
     def _from_file(cls, arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> MulticlassModel:
         if "intercept" not in arrays:
             raise ModelFileError("incomplete model file (no intercept array)")
-        model = cls(**cls._common(arrays, metadata), intercept=arrays["intercept"])
+        model = cls(**cls._common(arrays, metadata), intercept=_numbers(arrays["intercept"], "intercept"))
         if model.coef.ndim != 2 or model.intercept.shape != (model.n_classes,) or \
                 len(model.classes) != model.n_classes:
             raise ModelFileError(f"inconsistent shapes (coef {model.coef.shape}, "

@@ -210,7 +210,7 @@ def aggregate(
     if X.shape[0] != y_pm.shape[0]:
         raise ParameterError(f"X has {X.shape[0]} rows but y has {y_pm.shape[0]} labels")
     if not (0 < np.sum(y_pm > 0) < y_pm.size):
-        raise DataError("the aggregation data need both classes")
+        raise DataError("only one class; aggregation needs both", source="aggregation labels")
 
     started = time.perf_counter()
     scores = np.column_stack([to_numpy(model.decision_function(X)).astype(np.float64)

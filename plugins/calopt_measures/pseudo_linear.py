@@ -17,6 +17,9 @@ from calopt.measures import PseudoLinearMeasure, safe_divide
 __all__ = ["FBeta", "GowerLegendre", "Jaccard"]
 
 Array = Any
+#: The largest β or σ: their squares and products with counts (up to 1e12) stay far from
+#: overflow; β = 1e6 already weighs recall 10¹² times precision.
+_LARGEST = 1e6
 Coefficients = tuple[tuple[float, float, float], tuple[float, float, float]]
 
 
@@ -38,7 +41,7 @@ class FBeta(PseudoLinearMeasure):
     beta: float = 1.0
 
     def check_params(self) -> None:
-        self.require_positive("beta")
+        self.require_positive("beta", at_most=_LARGEST)
 
     def coefficients(self, p: float) -> Coefficients:
         theta, beta2 = _skew(p), float(self.beta) ** 2
@@ -72,7 +75,7 @@ class GowerLegendre(PseudoLinearMeasure):
     sigma: float = 0.5
 
     def check_params(self) -> None:
-        self.require_positive("sigma")
+        self.require_positive("sigma", at_most=_LARGEST)
 
     def coefficients(self, p: float) -> Coefficients:
         theta, sigma = _skew(p), float(self.sigma)

@@ -69,8 +69,9 @@ def load(name: str, split: str = "train") -> Dataset:
     """An embedded dataset as a Dataset with sparse CSR ``X`` and ±1 float labels.
 
     Both splits of a dataset have the same number of features (a9a's test file never uses
-    feature 123, so it is padded). ``source`` is ``"name:split"``.
+    feature 123, so it is padded), and that width is known: another dataset's model is
+    not padded to it. ``source`` is ``"name:split"``.
     """
     key, split = _check(name, split)
     X, labels = _parsed(key, split)
-    return Dataset(X.copy(), labels.copy(), f"{key}:{split}")
+    return Dataset(X.copy(), labels.copy(), f"{key}:{split}", format="libsvm", zero_based=False, open_width=False)
