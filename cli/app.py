@@ -20,7 +20,7 @@ from typer.core import TyperGroup
 import calopt
 from calopt import registry
 from calopt.errors import CaloptError
-from calopt_cli import aggregate, listing, scoring, training
+from calopt_cli import aggregate, compare, listing, scoring, training
 
 __all__ = ["CaloptGroup", "app", "main", "print_error"]
 
@@ -129,6 +129,7 @@ app.command("train")(training.train)
 app.command("evaluate")(training.evaluate)
 app.command("predict")(training.predict)
 app.command("aggregate")(aggregate.aggregate)
+app.command("compare")(compare.compare)
 app.command("score")(scoring.score)
 app.command("list-measures")(listing.list_measures)
 app.command("list-losses")(listing.list_losses)

@@ -7,6 +7,7 @@ backend's library or GPU is actually there is checked when the command resolves 
 """
 
 import json
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -22,6 +23,7 @@ __all__ = [
     "JsonOpt",
     "LossOpt",
     "MeasureOpt",
+    "PlotOpt",
     "PositiveOpt",
     "SeedOpt",
     "echo_json",
@@ -150,6 +152,13 @@ PositiveOpt = Annotated[
         "(default: the greater of the two labels).",
         show_default=False,
     ),
+]
+
+
+PlotOpt = Annotated[
+    Optional[Path],
+    typer.Option("--plot", help="Also draw the figure to this file, .png or .svg (needs the extra calopt\\[plot]).",
+                 show_default=False),
 ]
 
 

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 import calopt
+from calopt import plotting
 from calopt.errors import DataError, ParameterError, TrainingInterrupted
 from calopt.io import datasets
 from calopt.io.files import Dataset, align_features, read_data
@@ -35,6 +36,7 @@ from calopt_cli.options import (
     JsonOpt,
     LossOpt,
     MeasureOpt,
+    PlotOpt,
     PositiveOpt,
     SeedOpt,
     echo_json,
@@ -187,6 +189,7 @@ def train(
         typer.Option("--resume", help="Continue the interrupted run saved in this checkpoint "
                      "(give the same data and options).", show_default=False),
     ] = None,
+    plot: PlotOpt = None,
 ) -> None:
     """Train a linear classifier that maximises a performance measure.
 
@@ -204,6 +207,8 @@ def train(
     """
     if resume is not None and not resume.is_file():
         raise ParameterError(f"--resume {resume}: no such checkpoint file")
+    if plot is not None:
+        plotting.check_plot_path(plot)  # before training
     source = data or "a9a"
     train_set = load_dataset(source, label_column=label_column)
     test_set = None
@@ -236,6 +241,9 @@ def train(
     summaries = [(train_set.source, model.summary(train_set.X, train_set.labels))]
     if test_set is not None:
         summaries.append((test_set.source, model.summary(test_set.X, test_set.labels)))
+    if plot is not None:  # the run's history, drawn as calopt compare draws its methods
+        plotting.save_figure(plotting.history_figure(
+            model, [(s.source, s.X, s.labels) for s in (train_set, test_set) if s is not None]), plot)
     if as_json:
         echo_json({
             "task": "multiclass" if "per_class" in summaries[0][1] else "binary",
@@ -247,6 +255,7 @@ def train(
             "history": model.history,
             "status": model.message,
             "model": str(model_out) if model_out is not None else None,
+            "plot": str(plot) if plot is not None else None,
         })
         if model.status < 0:
             raise typer.Exit(3)
@@ -263,6 +272,8 @@ def train(
                                        [(name, summary["per_class"]) for name, summary in summaries]))
     if model_out is not None:
         console.print(f"model written to {model_out}")
+    if plot is not None:
+        console.print(f"figure written to {plot}")
     if model.status < 0:
         raise typer.Exit(3)
 
