@@ -9,8 +9,11 @@ metrics, imbalanced-learn's G-mean, formulas written here from confusion matrice
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
 import pickle
+import re
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -534,3 +537,27 @@ def test_estimator_model_exports_with_the_user_s_labels():
     exported = estimator.model_.to_sklearn()
     np.testing.assert_array_equal(exported.predict(X), estimator.predict(X))
 
+
+# -- the README's example ----------------------------------------------------------------------
+def _readme_section(title: str) -> str:
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end]
+
+
+def test_the_readme_s_scikit_learn_example_runs():
+    """Every Python block of "Use from scikit-learn", in order, in one namespace (the torch block when
+    PyTorch is there)."""
+    blocks = re.findall(r"```python\n(.*?)```", _readme_section("Use from scikit-learn"), flags=re.S)
+    assert len(blocks) == 3 and "GridSearchCV" in blocks[0] and "partial_fit" in blocks[1]
+    namespace: dict = {}
+    for block in blocks:
+        if "import torch" in block and importlib.util.find_spec("torch") is None:
+            continue
+        exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["search"].best_params_["caloptclassifier__measure"] in ("gmean", "hmean", "f1")
+    assert namespace["clf"].score(namespace["test"].X, namespace["test"].labels) > 0.75
+    assert type(namespace["exported"]).__name__ == "LinearSVC"
+    if "on_torch" in namespace:
+        assert type(namespace["on_torch"].coef_).__module__ == "torch"
