@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -59,6 +62,8 @@ class MethodRun:
     description: str = ""
     #: How the passes were counted.
     note: str = ""
+    #: The warnings the method raised while it trained (first line of each, once).
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -144,17 +149,18 @@ def _sgd_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, epochs: int
     seconds = time.perf_counter() - started
     X_test_scaled = scaler.transform(X_test)
     sgd = SGDClassifier(loss="log_loss", random_state=seed)
-    classes = np.unique(y)
+    classes, caught = np.unique(y), []
     curve = []
     for epoch in range(1, epochs + 1):
         started = time.perf_counter()
-        sgd.partial_fit(X_scaled, y, classes=classes)
+        with _recorded(caught):
+            sgd.partial_fit(X_scaled, y, classes=classes)
         seconds += time.perf_counter() - started
         value, tpr, tnr = score(y_test, sgd.predict(X_test_scaled))
         curve.append({"passes": float(epoch), "seconds": seconds, "value": value})
     return MethodRun("sklearn SGD, log loss", value, tpr, tnr, seconds, float(epochs), curve,
                      "scikit-learn SGDClassifier(loss='log_loss'), its own threshold",
-                     "one partial_fit pass each")
+                     "one partial_fit pass each", caught)
 
 
 def _route_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, spec: str, seed: int, positive: Any,
@@ -168,8 +174,10 @@ def _route_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, spec: str
     route = TunedThresholdClassifierCV(make_pipeline(MaxAbsScaler(), counting(max_iter=1000)),
                                        scoring=make_scorer(spec, pos_label=positive), cv=ROUTE_FOLDS,
                                        random_state=seed)
+    caught: list[str] = []
     started = time.perf_counter()
-    route.fit(X, y)
+    with _recorded(caught):
+        route.fit(X, y)
     seconds = time.perf_counter() - started
     value, tpr, tnr = score(y_test, route.predict(X_test))
     passes = float(sum(iterations))
@@ -177,7 +185,20 @@ def _route_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, spec: str
                      [{"passes": passes, "seconds": seconds, "value": value}],
                      f"scikit-learn TunedThresholdClassifierCV(LogisticRegression), {ROUTE_FOLDS}-fold",
                      f"L-BFGS iterations of its {ROUTE_FOLDS} cross-validation fits and the refit "
-                     f"(each at least one pass)")
+                     f"(each at least one pass)", caught)
+
+
+@contextmanager
+def _recorded(caught: list[str]) -> Iterator[None]:
+    """Record the warnings of the block in ``caught`` (``Category: first line``, each once) instead
+    of printing them: scikit-learn's ConvergenceWarning, say, is a result of the comparison."""
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        yield
+    for record in records:
+        text = f"{record.category.__name__}: {str(record.message).strip().splitlines()[0]}"
+        if text not in caught:
+            caught.append(text)
 
 
 def _counting(estimator_class: type) -> tuple[type, list[int]]:

@@ -353,12 +353,13 @@ class _Stream:
         algorithm.check_problem(problem)
         seed = _seed(estimator.random_state)
         counted = np.ones(codes.size) if weight is None else weight
+        data = prepare(X, _one_vs_rest(codes, 0, n_problems), backend, False)  # on the backend once
         algorithms = []
         for k in range(n_problems):
             y_pm = _one_vs_rest(codes, k, n_problems)
             trial = problem._replace(positive_rate=_positive_rate(float(counted @ (y_pm > 0)), float(np.sum(counted))))
-            algorithms.append(choose_settings(algorithm, trial, prepare(X, y_pm, backend, False).X, y_pm,
-                                              np.arange(codes.size), seed, backend, weight))
+            algorithms.append(choose_settings(algorithm, trial, data.X, y_pm, np.arange(codes.size), seed, backend,
+                                              weight))
         states = [None] * n_problems
         if initial is not None:  # the solver's own state from scratch, its iterate fit's (w, b)
             states = []
@@ -377,12 +378,13 @@ class _Stream:
         max_weight = self.problem.max_weight if weight is None else max(self.problem.max_weight, float(np.max(weight)))
         problem = self.problem._replace(xp=backend.xp, n_samples=int(codes.size), max_weight=max_weight,
                                         batch_size=self.batch_size or int(codes.size))
+        data = prepare(X, _one_vs_rest(codes, 0, len(self.algorithms)), backend, False, weight)  # on the backend once
         for k, algorithm in enumerate(self.algorithms):
             y_pm = _one_vs_rest(codes, k, len(self.algorithms))
             self.positives[k] += float(counted @ (y_pm > 0))
-            data = prepare(X, y_pm, backend, False, weight)
             problem_k = problem._replace(positive_rate=_positive_rate(self.positives[k], self.total))
-            reader = algorithm.prepare(problem_k, data.X, data.y, weight=data.rows_weight(), seed=self.seed)
+            labelled = data if k == 0 else data.with_labels(y_pm)
+            reader = algorithm.prepare(problem_k, labelled.X, labelled.y, weight=labelled.rows_weight(), seed=self.seed)
             result = run(algorithm, problem_k, reader, epochs=1, seed=self.seed + self.calls, state=self.states[k])
             if result.status < 0:
                 warnings.warn(f"partial_fit call {self.calls}: the update diverged (non-finite weights) and was "

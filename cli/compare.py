@@ -68,6 +68,9 @@ def compare(
         train_set, test_set = train_test_split(train_set, TEST_SIZE, seed=seed)
     result = run_comparison(train_set.X, train_set.labels, test_set.X, test_set.labels, measure=measure,
                             algorithms=algorithm or None, epochs=epochs, seed=seed, positive=positive)
+    for run in result.runs:
+        for warning in run.warnings:
+            typer.echo(f"calopt: warning: {run.method}: {warning}", err=True)
     if plot is not None:
         plotting.save_figure(plotting.comparison_figure(result, data=train_set.source, test=test_set.source), plot)
     if as_json:

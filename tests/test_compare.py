@@ -225,3 +225,23 @@ def test_compare_refuses_more_than_two_classes(files):
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
         "calopt: error: training labels: 3 classes (0, 1, 2); a binary problem needs exactly two"]
+
+
+def test_scikit_learn_warnings_are_one_line_each(files, monkeypatch):
+    """A warning of scikit-learn's (L-BFGS stopping at max_iter) is a result: one line, each once."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    fit = LogisticRegression.fit
+
+    def warning_fit(self, *args, **kwargs):
+        warnings.warn("lbfgs failed to converge after 1000 iteration(s)\nIncrease max_iter.", ConvergenceWarning)
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(LogisticRegression, "fit", warning_fit)
+    result = runner.invoke(app, ["compare", str(files / "train.npz"), "-e", "1", "-a", "sgd"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.strip().splitlines() == [
+        "calopt: warning: sklearn tuned-threshold LR: ConvergenceWarning: lbfgs failed to converge after 1000 "
+        "iteration(s)"]
