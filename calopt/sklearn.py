@@ -37,12 +37,13 @@ from calopt.io.labels import json_label, show_label
 from calopt.measures import confusion_counts
 from calopt.models.linear import LinearModel, Model, MulticlassModel
 from calopt.training.loop import Trainer, run
-from calopt.training.pipeline import default_batch_size, fit, prepare, resolve_backend
+from calopt.training.pipeline import fit, prepare, resolve_backend
 from calopt.training.selection import choose_settings
 
 __all__ = ["CaloptClassifier", "make_scorer", "measure_score"]
 
 _NUMPY = get_backend("numpy").xp
+
 
 # -- scorers ---------------------------------------------------------------------------------
 def measure_score(y_true: Any, y_pred: Any, *, measure: Any, pos_label: Any = 1, average: str = "binary",
@@ -488,7 +489,7 @@ def _one_vs_rest(codes: np.ndarray, k: int, n_problems: int) -> np.ndarray:
 
 def _positive_rate(positives: float, total: float) -> float:
     """The running share of the positives, (positives + 1)/(total + 2): in (0, 1) before both classes show."""
-    return (positives + 1.0) / (total + 2.0)
+    return float((positives + 1.0) / (total + 2.0))  # a Python float: array-api-strict takes no NumPy scalar
 
 
 def _weighted_spread(model: MulticlassModel, X: Any, weight: np.ndarray) -> MulticlassModel:

@@ -345,6 +345,24 @@ def test_torch_inputs_train_and_predict_on_torch():
         estimator.predict(X)
 
 
+@pytest.mark.parametrize("library", ["array_api_strict", "torch"])
+def test_partial_fit_under_array_api_dispatch(library):
+    xp = pytest.importorskip(library)
+    X, y = _binary_data()
+    stream = CaloptClassifier("gmean", random_state=0)
+    on_numpy = CaloptClassifier("gmean", random_state=0)
+    with sklearn.config_context(array_api_dispatch=True):
+        for start in range(0, 400, 100):
+            stream.partial_fit(xp.asarray(X[start:start + 100]), xp.asarray(y[start:start + 100]), classes=[0, 1])
+            on_numpy.partial_fit(X[start:start + 100], y[start:start + 100], classes=[0, 1])
+        assert type(stream.coef_) is type(xp.asarray(X))
+        np.testing.assert_allclose(np.asarray(stream.decision_function(xp.asarray(X))),
+                                   on_numpy.decision_function(X), rtol=1e-6, atol=1e-9)
+        fitted = CaloptClassifier("gmean", random_state=0).fit(xp.asarray(X), xp.asarray(y))
+        fitted.partial_fit(xp.asarray(X[:100]), xp.asarray(y[:100]))  # after fit: from its coefficients
+        assert type(fitted.coef_) is type(xp.asarray(X))
+
+
 # -- scorers -----------------------------------------------------------------------------------
 def _reference(name: str, y_true, y_pred, weight=None) -> float:
     """Each built-in measure from scikit-learn's (weighted) confusion matrix, by its textbook formula."""
