@@ -21,7 +21,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup
 import calopt
 from calopt import registry
 from calopt.errors import CaloptError
-from calopt_cli import aggregate, listing, scoring, training
+from calopt_cli import aggregate, compare, listing, scoring, training
 
 __all__ = ["CaloptGroup", "app", "main", "print_error"]
 
@@ -180,7 +180,7 @@ def calopt_root(
 
 # Subcommands, in the order --help lists them; a new command module adds its lines here.
 for _name, _command in [("train", training.train), ("evaluate", training.evaluate), ("predict", training.predict),
-                        ("aggregate", aggregate.aggregate), ("score", scoring.score),
+                        ("aggregate", aggregate.aggregate), ("compare", compare.compare), ("score", scoring.score),
                         ("list-measures", listing.list_measures), ("list-losses", listing.list_losses),
                         ("list-algorithms", listing.list_algorithms)]:
     app.command(_name, cls=CaloptCommand)(_command)

@@ -7,6 +7,7 @@ backend's library or GPU is actually there is checked when the command resolves 
 """
 
 import json
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -22,6 +23,7 @@ __all__ = [
     "JsonOpt",
     "LossOpt",
     "MeasureOpt",
+    "PlotOpt",
     "PositiveOpt",
     "SeedOpt",
     "echo_json",
@@ -166,6 +168,13 @@ PositiveOpt = Annotated[
 def json_text(data: Any) -> str:
     """``data`` as the indented JSON every command's ``--json`` prints."""
     return json.dumps(data, indent=2, default=str)
+
+
+PlotOpt = Annotated[
+    Optional[Path],
+    typer.Option("--plot", help="Also draw the figure to this file, .png or .svg (needs the extra calopt\\[plot]).",
+                 show_default=False),
+]
 
 
 def echo_json(data: Any) -> None:

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 import calopt
+from calopt import plotting
 from calopt.errors import DataError, ParameterError, TrainingInterrupted
 from calopt.io import datasets
 from calopt.io.files import STDIN, Dataset, align_features, read_data
@@ -35,6 +36,7 @@ from calopt_cli.options import (
     JsonOpt,
     LossOpt,
     MeasureOpt,
+    PlotOpt,
     PositiveOpt,
     SeedOpt,
     echo_json,
@@ -285,6 +287,7 @@ def train(
         typer.Option("--resume", metavar="FILE", help="Continue the interrupted run saved in this checkpoint "
                      "(give the same data and options).", show_default=False),
     ] = None,
+    plot: PlotOpt = None,
 ) -> None:
     """Train a linear classifier that maximises a performance measure.
 
@@ -303,6 +306,8 @@ def train(
     """
     if resume is not None and not resume.is_file():
         raise ParameterError(f"--resume {resume}: no such checkpoint file")
+    if plot is not None:
+        plotting.check_plot_path(plot)  # before training
     source = data or "a9a"
     model_output, checkpoint_output, no_checkpoint = _train_outputs(
         model_out, checkpoint, resume, checkpoint_every, [source, test, resume])
@@ -340,6 +345,9 @@ def train(
     summaries = [(train_set.source, model.summary(train_set.X, train_set.labels))]
     if test_set is not None:
         summaries.append((test_set.source, model.summary(test_set.X, test_set.labels)))
+    if plot is not None:  # the run's history, drawn as calopt compare draws its methods
+        plotting.save_figure(plotting.history_figure(
+            model, [(s.source, s.X, s.labels) for s in (train_set, test_set) if s is not None]), plot)
     if as_json:
         echo_json({
             "task": "multiclass" if "per_class" in summaries[0][1] else "binary",
@@ -351,6 +359,7 @@ def train(
             "history": model.history,
             "status": model.message,
             "model": str(model_out) if model_out is not None else None,
+            "plot": str(plot) if plot is not None else None,
         })
         if model.status < 0:
             raise typer.Exit(3)
@@ -367,6 +376,8 @@ def train(
                                        [(name, summary["per_class"]) for name, summary in summaries]))
     if model_out is not None:
         console.print(f"model written to {model_out}")
+    if plot is not None:
+        console.print(f"figure written to {plot}")
     if model.status < 0:
         raise typer.Exit(3)
 

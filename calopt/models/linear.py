@@ -25,6 +25,7 @@ from calopt.errors import DataError, ModelFileError, ParameterError, one_line
 from calopt.io.labels import encode_among, encode_like, json_label, label_text
 from calopt.measures import confusion_counts, safe_divide
 from calopt.models.archive import load_archive, read_format, save_archive, saved_history
+from calopt.models.export import to_sklearn
 
 __all__ = ["LinearModel", "Model", "MulticlassModel", "linear_scores", "load_model"]
 
@@ -269,6 +270,11 @@ class LinearModel(Model):
     def describe(self) -> str:
         return f"{self.measure} · {self.algorithm}"
 
+    def to_sklearn(self) -> Any:
+        """A fitted scikit-learn ``LinearSVC`` that predicts exactly as this model (skops, ONNX converters
+        take it); ``coef_`` (1, d), ``intercept_`` with the threshold folded in, ``classes_``."""
+        return to_sklearn(self.coef, self.intercept, self.classes)
+
     # -- files --------------------------------------------------------------------
     def _metadata(self) -> dict[str, Any]:
         metadata = super()._metadata()
@@ -370,6 +376,11 @@ class MulticlassModel(Model):
 
     def describe(self) -> str:
         return f"{self.algorithm} · one-vs-rest, {self.n_classes} classes"
+
+    def to_sklearn(self) -> Any:
+        """A fitted scikit-learn ``LinearSVC`` (one-vs-rest: the argmax) that predicts exactly as this
+        model; ``coef_`` (C, d), ``intercept_`` (C,), ``classes_`` in column order."""
+        return to_sklearn(self.coef, self.intercept, self.classes)
 
     # -- files --------------------------------------------------------------------------
     def _arrays(self) -> dict[str, np.ndarray]:

@@ -1,0 +1,219 @@
+"""calopt against what scikit-learn users already have, on one split: what ``calopt compare`` runs.
+
+For a binary problem and a measure, each method trains on the same training rows and is
+scored on the same test rows:
+
+* calopt's algorithms (by default the measure's own solver and the plug-in route), each
+  :func:`calopt.fit` with ``eval_set`` so its history holds the test value after every
+  pass;
+* SGD on the logistic loss: scikit-learn's ``SGDClassifier(loss="log_loss")`` on
+  max-abs-scaled features, one ``partial_fit`` pass at a time, its own predictions (no
+  threshold tuning) scored after each pass;
+* scikit-learn's route for a measure: ``TunedThresholdClassifierCV`` around
+  ``MaxAbsScaler`` + ``LogisticRegression(max_iter=1000)``, the threshold tuned for the
+  measure by 5-fold cross-validation with :func:`calopt.sklearn.make_scorer`, then refit.
+
+Each result is data (:class:`MethodRun`): the test value, TPR and TNR, the fit seconds,
+the passes over the training data, and the curve of test values by pass and by seconds.
+Fit seconds count training only (calopt: scaling, step trial, loop and threshold; the
+others: their ``fit``/``partial_fit`` calls and the scaling), never loading or scoring.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from calopt import registry
+from calopt.errors import DataError
+from calopt.io.labels import encode_binary, json_label
+from calopt.sklearn import make_scorer, measure_score
+from calopt.training.pipeline import fit
+
+__all__ = ["Comparison", "MethodRun", "compare"]
+
+#: Cross-validation folds of scikit-learn's tuned-threshold route (its default).
+ROUTE_FOLDS = 5
+
+
+@dataclasses.dataclass
+class MethodRun:
+    """One method's result: test ``value``, ``tpr``, ``tnr``, fit ``seconds``, ``passes``, and its curve.
+
+    ``curve`` holds one ``{"passes", "seconds", "value"}`` row per point measured (per pass
+    for the iterative methods, one row for a method scored only at the end), seconds
+    cumulative.
+    """
+
+    method: str
+    value: float
+    tpr: float
+    tnr: float
+    seconds: float
+    passes: float
+    curve: list[dict[str, float]]
+    #: The method in full (the figure's legend); ``method`` is the short name of a table row.
+    description: str = ""
+    #: How the passes were counted.
+    note: str = ""
+    #: The warnings the method raised while it trained (first line of each, once).
+    warnings: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Comparison:
+    """Every method's :class:`MethodRun` on one split, and what the split was."""
+
+    measure: str  #: the measure as the user named it
+    positive: Any  #: the positive label
+    n_train: int
+    n_test: int
+    test_positive_rate: float
+    runs: list[MethodRun]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"measure": self.measure, "positive": json_label(self.positive), "n_train": self.n_train,
+                "n_test": self.n_test, "test_positive_rate": self.test_positive_rate,
+                "methods": [dataclasses.asdict(run) for run in self.runs]}
+
+
+def compare(X: Any, y: Any, X_test: Any, y_test: Any, *, measure: Any = "f1", algorithms: Any = None,
+            epochs: int = 10, seed: int = 0, positive: Any = None) -> Comparison:
+    """Train every method on (X, y) and score it on (X_test, y_test) for ``measure`` (module docstring).
+
+    ``algorithms`` lists calopt's algorithm specs to run (default: the measure's own solver
+    and ``plugin``); ``epochs`` is the passes of calopt's algorithms and of SGD;
+    ``positive`` the positive label (default: calopt's, the larger one).
+    """
+    spec = registry.get_measure(measure).spec
+    label = measure if isinstance(measure, str) else spec
+    y, y_test = np.asarray(y), np.asarray(y_test)
+    _, (negative, positive) = encode_binary(y, positive=positive, source="training labels")
+    unknown = ~np.isin(y_test, [negative, positive])
+    if np.any(unknown):
+        raise DataError(f"row {int(np.flatnonzero(unknown)[0]) + 1}: label {y_test[unknown][0]!r} is not one of "
+                        f"the training classes ({negative!r}, {positive!r})", source="test labels")
+    if algorithms is None:
+        algorithms = [registry.default_algorithm(registry.get_measure(spec)), "plugin"]
+    score = _scorer(spec, positive)
+    runs = [_calopt_run(X, y, X_test, y_test, spec, algorithm, epochs, seed, positive, score)
+            for algorithm in algorithms]
+    runs.append(_sgd_run(X, y, X_test, y_test, epochs, seed, score))
+    runs.append(_route_run(X, y, X_test, y_test, spec, seed, positive, score))
+    return Comparison(label, positive, int(X.shape[0]), int(X_test.shape[0]), float(np.mean(y_test == positive)),
+                      runs)
+
+
+def _scorer(spec: str, positive: Any) -> Any:
+    """(value, TPR, TNR) of predicted labels against true ones, ``positive`` the positive label."""
+
+    def score(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, float, float]:
+        is_positive, said_positive = y_true == positive, y_pred == positive
+        tpr = float(np.mean(said_positive[is_positive])) if np.any(is_positive) else 0.0
+        tnr = float(np.mean(~said_positive[~is_positive])) if np.any(~is_positive) else 0.0
+        return measure_score(y_true, y_pred, measure=spec, pos_label=positive), tpr, tnr
+
+    return score
+
+
+def _calopt_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, spec: str, algorithm: str,
+                epochs: int, seed: int, positive: Any, score: Any) -> MethodRun:
+    model = fit(X, y, measure=spec, algorithm=algorithm, epochs=epochs, seed=seed, positive=positive,
+                eval_set=(X_test, y_test))
+    loop = [row["seconds"] for row in model.history]
+    fixed = model.fit_seconds - (loop[-1] if loop else 0.0)  # scaling, step trial, final threshold
+    curve = [{"passes": float(row["epoch"]), "seconds": fixed + row["seconds"], "value": float(row["test"])}
+             for row in model.history]
+    value, tpr, tnr = score(y_test, model.predict(X_test))
+    own = registry.get_algorithm(registry.default_algorithm(registry.get_measure(spec))).name
+    role = {own: "the measure's own solver", "plugin": "the plug-in route"}.get(registry.get_algorithm(algorithm).name)
+    return MethodRun(f"calopt {model.algorithm}", value, tpr, tnr, model.fit_seconds, float(len(model.history)),
+                     curve, f"calopt {model.algorithm}" + (f", {role}" if role else ""),
+                     "passes of the training loop (the step trial is in the seconds)")
+
+
+def _sgd_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, epochs: int, seed: int,
+             score: Any) -> MethodRun:
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.preprocessing import MaxAbsScaler
+
+    started = time.perf_counter()
+    scaler = MaxAbsScaler().fit(X)
+    X_scaled = scaler.transform(X)
+    seconds = time.perf_counter() - started
+    X_test_scaled = scaler.transform(X_test)
+    sgd = SGDClassifier(loss="log_loss", random_state=seed)
+    classes, caught = np.unique(y), []
+    curve = []
+    for epoch in range(1, epochs + 1):
+        started = time.perf_counter()
+        with _recorded(caught):
+            sgd.partial_fit(X_scaled, y, classes=classes)
+        seconds += time.perf_counter() - started
+        value, tpr, tnr = score(y_test, sgd.predict(X_test_scaled))
+        curve.append({"passes": float(epoch), "seconds": seconds, "value": value})
+    return MethodRun("sklearn SGD, log loss", value, tpr, tnr, seconds, float(epochs), curve,
+                     "scikit-learn SGDClassifier(loss='log_loss'), its own threshold",
+                     "one partial_fit pass each", caught)
+
+
+def _route_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, spec: str, seed: int, positive: Any,
+               score: Any) -> MethodRun:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import TunedThresholdClassifierCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MaxAbsScaler
+
+    counting, iterations = _counting(LogisticRegression)
+    route = TunedThresholdClassifierCV(make_pipeline(MaxAbsScaler(), counting(max_iter=1000)),
+                                       scoring=make_scorer(spec, pos_label=positive), cv=ROUTE_FOLDS,
+                                       random_state=seed)
+    caught: list[str] = []
+    started = time.perf_counter()
+    with _recorded(caught):
+        route.fit(X, y)
+    seconds = time.perf_counter() - started
+    value, tpr, tnr = score(y_test, route.predict(X_test))
+    passes = float(sum(iterations))
+    return MethodRun("sklearn tuned-threshold LR", value, tpr, tnr, seconds, passes,
+                     [{"passes": passes, "seconds": seconds, "value": value}],
+                     f"scikit-learn TunedThresholdClassifierCV(LogisticRegression), {ROUTE_FOLDS}-fold",
+                     f"L-BFGS iterations of its {ROUTE_FOLDS} cross-validation fits and the refit "
+                     f"(each at least one pass)", caught)
+
+
+@contextmanager
+def _recorded(caught: list[str]) -> Iterator[None]:
+    """Record the warnings of the block in ``caught`` (``Category: first line``, each once) instead
+    of printing them: scikit-learn's ConvergenceWarning, say, is a result of the comparison."""
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        yield
+    for record in records:
+        text = f"{record.category.__name__}: {str(record.message).strip().splitlines()[0]}"
+        if text not in caught:
+            caught.append(text)
+
+
+def _counting(estimator_class: type) -> tuple[type, list[int]]:
+    """A subclass of ``estimator_class`` (same name and parameters) whose fits append ``n_iter_`` to a list.
+
+    ``TunedThresholdClassifierCV`` fits clones of its estimator, which keep the class, so
+    the list sees the cross-validation fits and the refit.
+    """
+    iterations: list[int] = []
+
+    class Counting(estimator_class):  # type: ignore[misc, valid-type]
+        def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Any:
+            super().fit(X, y, sample_weight=sample_weight)
+            iterations.append(int(np.max(self.n_iter_)))
+            return self
+
+    Counting.__name__ = Counting.__qualname__ = estimator_class.__name__
+    return Counting, iterations

@@ -1,0 +1,509 @@
+"""calopt inside scikit-learn: the estimator :class:`CaloptClassifier` and scorers for every measure.
+
+:class:`CaloptClassifier` is :func:`calopt.fit` behind scikit-learn's estimator API, so
+it goes where any classifier goes (``Pipeline``, ``GridSearchCV``, ``cross_val_score``,
+``TunedThresholdClassifierCV``); :func:`make_scorer` turns any registered measure
+(G-, H-, Q-mean, min(TPR, TNR), Gower-Legendre, plugins' measures: scikit-learn has none
+of these) into a scorer for ``scoring=``.
+
+The estimator follows scikit-learn's contract (checked in the tests by
+``parametrize_with_checks``): parameters stored by ``__init__`` and nothing else, input
+validation by ``validate_data``, tags through ``__sklearn_tags__``, and array-API
+support: under ``sklearn.config_context(array_api_dispatch=True)`` a PyTorch, CuPy or
+array-api-strict ``X`` trains on its own library and device, and ``coef_``,
+``intercept_``, ``decision_function`` and ``predict`` (for numeric classes) stay there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import warnings
+from typing import Any
+
+import numpy as np
+import sklearn
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import make_scorer as sklearn_make_scorer
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from calopt import registry
+from calopt.algorithms import Algorithm, Problem
+from calopt.backends import Backend, backend_of, device, get_backend, is_sparse, namespace, to_numpy
+from calopt.io.labels import json_label, show_label
+from calopt.measures import confusion_counts
+from calopt.models.linear import LinearModel, Model, MulticlassModel
+from calopt.training.loop import Trainer, run
+from calopt.training.pipeline import fit, prepare, resolve_backend
+from calopt.training.selection import choose_settings
+
+__all__ = ["CaloptClassifier", "make_scorer", "measure_score"]
+
+_NUMPY = get_backend("numpy").xp
+
+
+# -- scorers ---------------------------------------------------------------------------------
+def measure_score(y_true: Any, y_pred: Any, *, measure: Any, pos_label: Any = 1, average: str = "binary",
+                  labels: Any = None, sample_weight: Any = None) -> float:
+    """The value of a calopt ``measure`` for predicted labels ``y_pred`` against ``y_true``.
+
+    ``average="binary"`` (the default) scores ``pos_label`` against the other label, as
+    scikit-learn's ``f1_score`` does (pos_label 1 by default; give it for other labels);
+    ``average="macro"`` is the mean over ``labels`` (default: every label in ``y_true``
+    or ``y_pred``) of each label against the rest, what a one-vs-rest
+    :class:`CaloptClassifier` reports. Counts are sums of ``sample_weight`` when given.
+    Undefined ratios follow the measure (calopt's: 0/0 is 0, as scikit-learn's scores with
+    ``zero_division=0``; for the concave measures a class absent from both the truth and
+    the predictions has rate 1, as imbalanced-learn's ``geometric_mean_score``).
+    """
+    measure = registry.get_measure(measure)
+    y_true, y_pred = _labels_1d(y_true, "y_true"), _labels_1d(y_pred, "y_pred")
+    if y_true.shape != y_pred.shape:
+        raise ValueError(f"y_true has {y_true.shape[0]} labels but y_pred has {y_pred.shape[0]}")
+    weight = None if sample_weight is None else _sample_weight(sample_weight, y_true.shape[0], zero_ok=True)
+    present = np.unique(np.concatenate([y_true, y_pred]))
+    if average == "binary":
+        if present.size > 2:
+            raise ValueError(f"Target is multiclass but average='binary'; use average='macro' "
+                             f"(labels: {present.tolist()})")
+        if present.size == 2 and pos_label not in present.tolist():
+            raise ValueError(f"pos_label={pos_label!r} is not a valid label: it should be one of "
+                             f"{present.tolist()}")
+        positives = np.asarray([pos_label], dtype=object)
+    elif average == "macro":
+        positives = present if labels is None else np.asarray(labels)
+    else:
+        raise ValueError(f"average must be 'binary' or 'macro', got {average!r}")
+    values = []
+    for label in positives:  # the measure of `label` against the rest
+        truth = np.where(y_true == label, 1.0, -1.0)
+        predicted = np.where(y_pred == label, 1.0, -1.0)
+        counts = confusion_counts(truth, predicted, xp=_NUMPY, weight=weight)
+        values.append(float(measure.from_counts(*counts, xp=_NUMPY)))
+    return float(np.mean(values)) if values else 0.0
+
+
+def make_scorer(measure: Any, *, pos_label: Any = None, average: str | None = None, labels: Any = None) -> Any:
+    """A scikit-learn scorer of predicted labels for any registered measure (plugins' too).
+
+    ``make_scorer("gmean")``, ``make_scorer("fbeta:beta=2")``: use it as ``scoring=`` in
+    ``cross_val_score`` and ``GridSearchCV``, or as the objective of
+    ``TunedThresholdClassifierCV``. ``pos_label`` (default 1, as scikit-learn's own
+    scorers), ``average`` and ``labels`` are those of :func:`measure_score`; give
+    ``pos_label`` when the labels are not {0, 1} or {−1, 1}. An unknown measure is an
+    error here, not at the first score.
+    """
+    spec = registry.get_measure(measure).spec
+    options = {key: value for key, value in (("pos_label", pos_label), ("average", average), ("labels", labels))
+               if value is not None}
+    return sklearn_make_scorer(measure_score, response_method="predict", measure=spec, **options)
+
+
+# -- the estimator ---------------------------------------------------------------------------
+class CaloptClassifier(ClassifierMixin, BaseEstimator):
+    """A linear classifier trained for a performance measure, as a scikit-learn estimator.
+
+    ``fit`` is :func:`calopt.fit`: two classes train a binary model (decision
+    ``X @ coef_.T + intercept_ > 0`` for ``classes_[1]``, the threshold tuned for the
+    measure folded into ``intercept_``), more train one-vs-rest (the argmax).
+    ``partial_fit`` trains on the caller's mini-batches (one update per call unless
+    ``batch_size`` splits them), keeping the solver's state between calls.
+
+    Parameters
+    ----------
+    measure : str or calopt.Measure, default="f1"
+        The measure to maximise, as a spec (``"gmean"``, ``"fbeta:beta=2"``); see
+        ``calopt.list_measures()``. ``score`` reports it.
+    algorithm : str or calopt.Algorithm, default=None
+        The solver (``"spade"``, ``"stamp:step=10"``, ``"gd"``...); None: the measure's
+        own (concave: SPADE, pseudo-linear: STAMP; one-vs-rest: SLND).
+    loss : str or calopt.Loss, default=None
+        The margin loss or reward; None: the algorithm's default.
+    epochs : int, default=10
+        Passes over the training data (``fit``).
+    batch_size : int, default=None
+        Mini-batch size; None: n/100 between 32 and 1024 (``fit``), the whole call
+        (``partial_fit``).
+    backend : str, default=None
+        Where to train: ``"numpy"``, ``"torch"``, ``"cupy"``, ``"array-api-strict"``;
+        None: X's own library.
+    random_state : int, RandomState instance or None, default=None
+        Seeds shuffling and the step trial; an int gives the same model every time (the
+        seed of :func:`calopt.fit`).
+
+    Every constructor parameter except ``random_state`` is passed to :func:`calopt.fit`
+    by its name, so a new option of ``calopt.fit`` becomes an estimator parameter by
+    adding it to ``__init__`` (and to the docstring), nothing else.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted.
+    coef_ : array of shape (1, n_features) or (n_classes, n_features)
+        Weights in the original feature space (the scaling used in training is folded
+        in), in X's array namespace, device and floating dtype.
+    intercept_ : array of shape (1,) or (n_classes,)
+        Intercepts, the binary decision threshold included.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when X has string column names (a DataFrame).
+    n_iter_ : int
+        Passes over the training data made by ``fit`` (fewer than ``epochs`` when a
+        solver stops early), or the number of ``partial_fit`` calls.
+    model_ : calopt.LinearModel or calopt.MulticlassModel
+        The fitted calopt model (history, ``save``, ``to_sklearn``).
+    """
+
+    def __init__(self, measure: Any = "f1", *, algorithm: Any = None, loss: Any = None, epochs: int = 10,
+                 batch_size: int | None = None, backend: str | None = None, random_state: Any = None):
+        self.measure = measure
+        self.algorithm = algorithm
+        self.loss = loss
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.backend = backend
+        self.random_state = random_state
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.array_api_support = True
+        return tags
+
+    # -- training ------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> CaloptClassifier:
+        """Train on (X, y) with :func:`calopt.fit`; rows of ``sample_weight`` 0 take no part.
+
+        Sample weights weigh each row in the solver's losses, rewards and rates and in the
+        threshold; only their ratios matter (calopt rescales them to mean 1).
+        """
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_float_dtypes(X))
+        y = _labels_1d(y, "y")
+        check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        codes = codes.reshape(-1)
+        _require_two_classes(self.classes_)
+        weight = None if sample_weight is None else _sample_weight(sample_weight, codes.size)
+        if weight is not None and not np.all(weight > 0):  # a row of weight 0 is a row left out
+            rows = np.flatnonzero(weight > 0)
+            X, codes, weight = _take_rows(X, rows), codes[rows], weight[rows]
+            missing = np.setdiff1d(np.arange(self.classes_.size), codes)
+            if missing.size:
+                raise ValueError(f"class {show_label(self.classes_[missing[0]])} has no row with a positive "
+                                 f"sample_weight; every class needs one")
+        options = {name: value for name, value in self.get_params(deep=False).items() if name != "random_state"}
+        model = fit(X, codes, **options, seed=_seed(self.random_state), sample_weight=weight)
+        if weight is not None and model.options.get("one_vs_rest") == "per class":
+            model = _weighted_spread(model, X, weight)
+        self._set_model(dataclasses.replace(model, classes=tuple(json_label(c) for c in self.classes_)), X)
+        self.n_iter_ = int(model.options["epochs"])
+        self.__dict__.pop("_stream", None)
+        return self
+
+    def partial_fit(self, X: Any, y: Any, classes: Any = None, sample_weight: Any = None) -> CaloptClassifier:
+        """One pass of the solver over the caller's rows, continuing from the previous call.
+
+        The first call needs ``classes`` (every label the stream will have). Each call
+        is one mini-batch (or ``batch_size`` rows at a time) of the algorithm: its state
+        (iterates, averages, dual variables, levels) carries over to the next call.
+        Compared with ``fit``: the features are used as given (no scaling: scale them
+        first, as for ``SGDClassifier``); the decision threshold is 0, the solver's own
+        (tune it on held-out data with ``TunedThresholdClassifierCV(est, cv="prefit",
+        refit=False)``); the positive rate the solvers use is the running weighted share
+        of the positives, (positives + 1)/(rows + 2); a step scale not given in the
+        algorithm's spec is chosen by calopt's trial on the first call's rows; sample
+        weights multiply each row's term as given. More than two classes train one
+        binary model per class (the measure's own solver, not SLND, whose reader
+        transforms the whole data first). After ``fit``, the first call starts the
+        solver from ``coef_`` and ``intercept_`` (its other state, such as the step count
+        and the dual variables, starts afresh).
+        """
+        stream = self.__dict__.get("_stream")
+        fitted = hasattr(self, "classes_")
+        if not fitted and classes is None:
+            raise ValueError("classes must be passed on the first call to partial_fit")
+        if classes is not None:
+            classes = np.unique(_labels_1d(classes, "classes"))
+            if fitted and not np.array_equal(classes, self.classes_):
+                raise ValueError(f"classes={classes.tolist()} is not the same as on the first call to "
+                                 f"partial_fit ({self.classes_.tolist()})")
+        first = not fitted
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_float_dtypes(X), reset=first)
+        y = _labels_1d(y, "y")
+        check_classification_targets(y)
+        if first:
+            _require_two_classes(classes)
+            self.classes_ = classes
+        codes = np.searchsorted(self.classes_, y)
+        unknown = (codes >= self.classes_.size) | (self.classes_[np.minimum(codes, self.classes_.size - 1)] != y)
+        if np.any(unknown):
+            known = ", ".join(show_label(c) for c in self.classes_)
+            raise ValueError(f"label {show_label(y[np.flatnonzero(unknown)[0]])} is not one of the classes "
+                             f"({known}) given on the first call to partial_fit")
+        weight = None if sample_weight is None else _sample_weight(sample_weight, codes.size)
+        if weight is not None and not np.all(weight > 0):
+            rows = np.flatnonzero(weight > 0)
+            X, codes, weight = _take_rows(X, rows), codes[rows], weight[rows]
+        if stream is None:  # the first call, or the first after fit: from fit's coefficients
+            initial = None if first else (to_numpy(self.coef_), to_numpy(self.intercept_))
+            stream = _Stream.start(self, X, codes, weight, initial)
+        stream.update(X, codes, weight)
+        self._stream = stream
+        self._set_model(stream.model(self.classes_), X)
+        self.n_iter_ = stream.calls
+        return self
+
+    def _set_model(self, model: Model, X: Any) -> None:
+        """Keep ``model`` and its weights as ``coef_`` and ``intercept_`` in X's namespace and dtype."""
+        self.model_ = model
+        coef = np.asarray(model.coef, dtype=np.float64).reshape(model.coef.shape[0], -1).T
+        intercept = np.asarray(model.intercept, dtype=np.float64).reshape(-1)
+        like = _backend_like(X)
+        self.coef_, self.intercept_ = like.asarray(coef), like.asarray(intercept)
+
+    # -- prediction ----------------------------------------------------------------------
+    def decision_function(self, X: Any) -> Any:
+        """Scores ``X @ coef_.T + intercept_``: (n,) for two classes (> 0: ``classes_[1]``), else (n, n_classes)."""
+        check_is_fitted(self)
+        self._check_namespace(X, "decision_function")
+        return self._scores(X)
+
+    def predict(self, X: Any) -> Any:
+        """Class labels: ``classes_[1]`` where the binary score is > 0, else the argmax of the class scores.
+
+        Numeric labels come back in X's array namespace and device; other labels as a
+        NumPy array.
+        """
+        check_is_fitted(self)
+        self._check_namespace(X, "predict")
+        scores = self._scores(X)
+        xp = namespace(scores)
+        index = xp.astype(scores > 0, xp.int64) if scores.ndim == 1 else xp.argmax(scores, axis=1)
+        if self.classes_.dtype.kind in "biuf" and not isinstance(scores, np.ndarray):
+            return xp.take(xp.asarray(self.classes_, device=device(scores)), index, axis=0)
+        return self.classes_[to_numpy(index)]
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """The measure the model was trained for on (X, y); one-vs-rest, its mean over the classes."""
+        binary = self.classes_.size == 2
+        return measure_score(y, self.predict(X), measure=self.model_.measure, sample_weight=sample_weight,
+                             pos_label=self.classes_[-1], average="binary" if binary else "macro",
+                             labels=None if binary else self.classes_)
+
+    def _scores(self, X: Any) -> Any:
+        X = validate_data(self, X, accept_sparse="csr", dtype=_float_dtypes(X), reset=False)
+        like = _backend_like(X)
+        scores = X @ like.asarray(self.coef_).T + like.asarray(self.intercept_)
+        scores = np.asarray(scores) if is_sparse(X) else scores
+        return scores[:, 0] if self.classes_.size == 2 else scores
+
+    def _check_namespace(self, X: Any, method: str) -> None:
+        """Under array-API dispatch, X must come from fit's library and device (scikit-learn's rule)."""
+        if not sklearn.get_config()["array_api_dispatch"]:
+            return
+        fitted, given = _library(self.coef_), _library(X)
+        if fitted != given:
+            raise ValueError(f"Inputs passed to {type(self).__name__}.{method}() must use the same namespace "
+                             f"and the same device as those passed to fit(): fit had {fitted[0]} on "
+                             f"{fitted[1]}, {method} has {given[0]} on {given[1]}")
+
+
+@dataclasses.dataclass
+class _Stream:
+    """The state of a partial_fit run: one solver state per binary problem (one, or one per class)."""
+
+    algorithms: list[Algorithm]
+    problem: Problem  #: with ``xp=None`` (a module does not pickle); :attr:`backend` gives it back
+    backend_name: str
+    dtype_name: str
+    device: Any
+    batch_size: int | None  #: rows per update; None: the whole call
+    seed: int
+    states: list[Any]
+    positives: np.ndarray  #: summed weight of each problem's positives so far
+    total: float = 0.0  #: summed weight of the rows so far
+    calls: int = 0
+    rows: int = 0
+
+    @property
+    def backend(self) -> Backend:
+        return get_backend(self.backend_name, dtype=self.dtype_name, device=self.device)
+
+    @classmethod
+    def start(cls, estimator: CaloptClassifier, X: Any, codes: np.ndarray, weight: np.ndarray | None,
+              initial: tuple[np.ndarray, np.ndarray] | None = None) -> _Stream:
+        """Resolve the components, check them, choose unset settings on the first call's rows, and
+        start each solver from ``initial`` (coef (K, d), intercept (K,)) when given, else from 0."""
+        backend = resolve_backend(X, estimator.backend, None, None)
+        measure = registry.get_measure(estimator.measure)
+        algorithm = registry.get_algorithm(estimator.algorithm or registry.default_algorithm(measure))
+        if algorithm.multiclass or type(algorithm).prepare is not Algorithm.prepare:
+            raise ValueError(f"algorithm {algorithm.name!r} transforms the whole training data before it "
+                             f"trains; partial_fit needs one that updates on any mini-batch")
+        own_iterate = type(algorithm).with_iterate is not Algorithm.with_iterate
+        if initial is not None and own_iterate:
+            raise ValueError(f"algorithm {algorithm.name!r} has its own parametrisation, so partial_fit cannot "
+                             f"start it from the coefficients fit found: fit again, or use a new estimator")
+        loss = registry.get_loss(estimator.loss or registry.default_loss(algorithm))
+        n_problems = 1 if estimator.classes_.size == 2 else estimator.classes_.size
+        problem = Problem(backend.xp, backend.dtype, backend.device, int(codes.size), int(X.shape[1]), 0.5,
+                          measure, loss, estimator.batch_size or int(codes.size), None)
+        algorithm.check_problem(problem)
+        seed = _seed(estimator.random_state)
+        counted = np.ones(codes.size) if weight is None else weight
+        data = prepare(X, _one_vs_rest(codes, 0, n_problems), backend, False)  # on the backend once
+        algorithms = []
+        for k in range(n_problems):
+            y_pm = _one_vs_rest(codes, k, n_problems)
+            trial = problem._replace(positive_rate=_positive_rate(float(counted @ (y_pm > 0)), float(np.sum(counted))))
+            algorithms.append(choose_settings(algorithm, trial, data.X, y_pm, np.arange(codes.size), seed, backend,
+                                              weight))
+        states = [None] * n_problems
+        if initial is not None:  # the solver's own state from scratch, its iterate fit's (w, b)
+            states = []
+            for k, algorithm in enumerate(algorithms):
+                state = Trainer(algorithm).init(problem)
+                w, b = backend.asarray(initial[0][k]), problem.scalar(float(initial[1][k]))
+                states.append(state._replace(algorithm=algorithm.with_iterate(state.algorithm, (w, b))))
+        return cls(algorithms, problem._replace(xp=None), backend.name, backend.dtype_name, backend.device,
+                   estimator.batch_size, seed, states, np.zeros(n_problems))
+
+    def update(self, X: Any, codes: np.ndarray, weight: np.ndarray | None) -> None:
+        """One pass of each problem's solver over these rows (labels as codes into the classes)."""
+        backend = self.backend
+        counted = np.ones(codes.size) if weight is None else weight
+        self.calls, self.rows, self.total = self.calls + 1, self.rows + codes.size, self.total + float(np.sum(counted))
+        max_weight = self.problem.max_weight if weight is None else max(self.problem.max_weight, float(np.max(weight)))
+        problem = self.problem._replace(xp=backend.xp, n_samples=int(codes.size), max_weight=max_weight,
+                                        batch_size=self.batch_size or int(codes.size))
+        data = prepare(X, _one_vs_rest(codes, 0, len(self.algorithms)), backend, False, weight)  # on the backend once
+        for k, algorithm in enumerate(self.algorithms):
+            y_pm = _one_vs_rest(codes, k, len(self.algorithms))
+            self.positives[k] += float(counted @ (y_pm > 0))
+            problem_k = problem._replace(positive_rate=_positive_rate(self.positives[k], self.total))
+            labelled = data if k == 0 else data.with_labels(y_pm)
+            reader = algorithm.prepare(problem_k, labelled.X, labelled.y, weight=labelled.rows_weight(), seed=self.seed)
+            result = run(algorithm, problem_k, reader, epochs=1, seed=self.seed + self.calls, state=self.states[k])
+            if result.status < 0:
+                warnings.warn(f"partial_fit call {self.calls}: the update diverged (non-finite weights) and was "
+                              f"left out; give the algorithm a smaller step ({algorithm.name}:step=...)",
+                              ConvergenceWarning, stacklevel=3)
+            self.states[k] = result.state
+        self.problem = problem._replace(xp=None)
+
+    def model(self, classes: np.ndarray) -> Model:
+        """The calopt model of the current states (threshold 0: the solvers' own decision)."""
+        weights = [Trainer(a).weights(s) for a, s in zip(self.algorithms, self.states)]
+        coef = np.stack([np.asarray(to_numpy(w), dtype=np.float64) for w, _ in weights], axis=1)
+        intercept = np.asarray([float(to_numpy(b)) for _, b in weights])
+        common = dict(classes=tuple(json_label(c) for c in classes), measure=self.problem.measure.spec,
+                      algorithm=self.algorithms[0].spec, loss=self.problem.loss.spec,
+                      scale=np.ones(coef.shape[0]),
+                      options={"epochs": self.calls, "batch_size": self.batch_size, "seed": self.seed,
+                               "backend": self.backend_name, "dtype": self.dtype_name, "scale": False,
+                               "tune_threshold": False, "partial_fit": {"calls": self.calls, "rows": self.rows},
+                               "algorithm_params": [a.params for a in self.algorithms]},
+                      message=f"partial_fit: {self.calls} calls, {self.rows} rows")
+        if len(self.algorithms) == 1:
+            return LinearModel(coef=coef[:, 0], intercept=float(intercept[0]), threshold=0.0, **common)
+        return MulticlassModel(coef=coef, intercept=intercept, **common)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _float_dtypes(X: Any) -> tuple[Any, Any]:
+    """The floating dtypes X may keep (float64, float32), in X's namespace under array-API dispatch."""
+    if sklearn.get_config()["array_api_dispatch"] and not is_sparse(X):
+        try:
+            xp = namespace(X)
+        except TypeError:  # a list, a DataFrame: NumPy's
+            xp = None
+        if xp is not None:
+            return xp.float64, xp.float32
+    return np.float64, np.float32
+
+
+def _library(x: Any) -> tuple[str, str]:
+    """(array library, device) of ``x``; sparse matrices, lists and DataFrames are NumPy's."""
+    backend = get_backend("numpy") if is_sparse(x) else backend_of(x)
+    return backend.name, str(backend.device or "cpu")
+
+
+def _backend_like(X: Any) -> Backend:
+    """The backend of X's library, device and floating dtype (NumPy for scipy.sparse)."""
+    if is_sparse(X):
+        return get_backend("numpy", dtype=np.dtype(X.dtype).name)
+    return backend_of(X)
+
+
+def _labels_1d(y: Any, what: str) -> np.ndarray:
+    """Labels as a host 1-D NumPy array (from any array library, a list, a Series)."""
+    labels = np.asarray(to_numpy(y))
+    if labels.ndim != 1:
+        labels = labels.reshape(-1) if labels.ndim == 2 and 1 in labels.shape else labels
+    if labels.ndim != 1:
+        raise ValueError(f"{what} must be 1-D, got shape {labels.shape}")
+    return labels
+
+
+def _require_two_classes(classes: np.ndarray) -> None:
+    if classes.size < 2:
+        raise ValueError(f"CaloptClassifier needs samples of at least 2 classes in the data, but the data "
+                         f"contain only one class: {show_label(classes[0])}")
+
+
+def _sample_weight(sample_weight: Any, n: int, zero_ok: bool = False) -> np.ndarray:
+    """``sample_weight`` as a host float64 array of n finite weights ≥ 0, not all zero."""
+    if isinstance(sample_weight, numbers.Number):
+        sample_weight = np.full(n, sample_weight)
+    weight = np.asarray(to_numpy(sample_weight), dtype=np.float64)
+    if weight.shape != (n,):
+        raise ValueError(f"sample_weight.shape == {weight.shape}, expected {(n,)}")
+    if not np.all(np.isfinite(weight)) or np.any(weight < 0):
+        raise ValueError("sample_weight must hold finite numbers ≥ 0")
+    if not zero_ok and not np.any(weight > 0):
+        raise ValueError("sample_weight is zero for every row: at least one weight must be positive")
+    return weight
+
+
+def _take_rows(X: Any, rows: np.ndarray) -> Any:
+    if is_sparse(X) or isinstance(X, np.ndarray):
+        return X[rows]
+    xp = namespace(X)
+    return xp.take(X, xp.asarray(rows, device=device(X)), axis=0)
+
+
+def _seed(random_state: Any) -> int:
+    """calopt's seed: an int as it is, else a draw from scikit-learn's ``check_random_state``."""
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+
+
+def _one_vs_rest(codes: np.ndarray, k: int, n_problems: int) -> np.ndarray:
+    """Labels ±1 of problem k: class 1 against class 0 (binary), class k against the rest."""
+    return np.where(codes == (1 if n_problems == 1 else k), 1.0, -1.0)
+
+
+def _positive_rate(positives: float, total: float) -> float:
+    """The running share of the positives, (positives + 1)/(total + 2): in (0, 1) before both classes show."""
+    return float((positives + 1.0) / (total + 2.0))  # a Python float: array-api-strict takes no NumPy scalar
+
+
+def _weighted_spread(model: MulticlassModel, X: Any, weight: np.ndarray) -> MulticlassModel:
+    """Each class's scores divided by their weighted standard deviation on the training rows.
+
+    One class at a time, the pipeline puts the classes' scores on one scale by their
+    standard deviation over the training rows, unweighted; with sample weights this makes
+    it the weighted one, so that integer weights give what repeated rows give.
+    """
+    scores = np.asarray(to_numpy(model.decision_function(X)), dtype=np.float64)
+    mean = weight @ scores / np.sum(weight)
+    spread = np.sqrt(weight @ (scores - mean) ** 2 / np.sum(weight))
+    spread = np.where((spread > 0) & np.isfinite(spread), spread, 1.0)
+    options = dict(model.options)
+    if "score_spreads" in options:
+        options["score_spreads"] = (np.asarray(options["score_spreads"]) * spread).tolist()
+    return dataclasses.replace(model, coef=model.coef / spread, intercept=model.intercept / spread, options=options)

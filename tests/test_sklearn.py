@@ -1,0 +1,581 @@
+"""calopt inside scikit-learn: CaloptClassifier against scikit-learn's own checks, scorers against
+scikit-learn's and imbalanced-learn's metrics, and model export to a scikit-learn classifier.
+
+References are independent of the code under test: scikit-learn's estimator checks and
+metrics, imbalanced-learn's G-mean, formulas written here from confusion matrices, and
+:func:`calopt.fit` (the pipeline the estimator wraps) for what the estimator must equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+import pickle
+import re
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import sklearn
+from imblearn.metrics import geometric_mean_score
+from sklearn.base import clone
+from sklearn.datasets import load_iris, make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import (
+    balanced_accuracy_score,
+    confusion_matrix,
+    f1_score,
+    fbeta_score,
+    jaccard_score,
+)
+from sklearn.metrics import make_scorer as sklearn_make_scorer
+from sklearn.model_selection import (
+    GridSearchCV,
+    StratifiedKFold,
+    TunedThresholdClassifierCV,
+    cross_val_score,
+)
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import MaxAbsScaler
+from sklearn.utils.estimator_checks import check_array_api_input, parametrize_with_checks
+
+import calopt
+from calopt import datasets, registry
+from calopt.registry import plugin_manager
+from calopt.sklearn import CaloptClassifier, make_scorer, measure_score
+
+#: The checks a stochastic configuration fails, as scikit-learn declares them for its own SGDClassifier
+#: (sklearn/utils/_test_common/instance_generator.py), for the same reason.
+SGD_EXPECTED_FAILURES = {
+    check: "a stochastic solver draws its mini-batches at random, so a row of weight k is not k copies of "
+           "the row (scikit-learn declares the same for SGDClassifier)"
+    for check in ("check_sample_weight_equivalence_on_dense_data", "check_sample_weight_equivalence_on_sparse_data")
+}
+ESTIMATORS = [
+    CaloptClassifier(),  # binary: STAMP for F1; multiclass: SLND
+    CaloptClassifier(algorithm="gd"),  # deterministic: passes the sample-weight equivalence checks
+    CaloptClassifier(measure="gmean"),  # SPADE
+    CaloptClassifier(measure="gmean", algorithm="plugin"),  # the plug-in route (a held-out threshold)
+]
+
+
+@pytest.fixture(autouse=True)
+def _scipy_array_api(monkeypatch):
+    """scikit-learn refuses array-API dispatch unless SCIPY_ARRAY_API=1 (for SciPy's own array-API
+    support); calopt calls no SciPy function on array-API inputs, so setting it here suffices."""
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+
+
+def expected_failed_checks(estimator: CaloptClassifier) -> dict[str, str]:
+    """None for gd (deterministic, full batch: it passes the sample-weight checks), else SGD's."""
+    return {} if estimator.algorithm == "gd" else SGD_EXPECTED_FAILURES
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
+def test_scikit_learn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def test_expected_failures_are_the_ones_scikit_learn_declares_for_sgd():
+    """Read from scikit-learn's own table of its test suite, when this version has it."""
+    try:
+        from sklearn.linear_model import SGDClassifier
+        from sklearn.utils._test_common.instance_generator import PER_ESTIMATOR_XFAIL_CHECKS
+    except ImportError:  # pragma: no cover - a private module of scikit-learn's tests
+        pytest.skip("this scikit-learn has no PER_ESTIMATOR_XFAIL_CHECKS table")
+    assert set(SGD_EXPECTED_FAILURES) <= set(PER_ESTIMATOR_XFAIL_CHECKS[SGDClassifier])
+
+
+def _binary_data(n=400, seed=0, weights=(0.8,)):
+    return make_classification(n_samples=n, n_features=8, n_informative=5, weights=list(weights),
+                               random_state=seed)
+
+
+# -- the estimator is calopt.fit ---------------------------------------------------------------
+@pytest.mark.parametrize("measure, algorithm", [("f1", None), ("gmean", None), ("qmean", "plugin")])
+def test_fit_is_calopt_fit(measure, algorithm):
+    X, y = _binary_data()
+    estimator = CaloptClassifier(measure, algorithm=algorithm, random_state=3).fit(X, y)
+    model = calopt.fit(X, y, measure=measure, algorithm=algorithm, seed=3)
+    np.testing.assert_array_equal(estimator.decision_function(X), model.decision_function(X))
+    np.testing.assert_array_equal(estimator.predict(X), model.predict(X))
+    assert estimator.coef_.shape == (1, 8) and estimator.intercept_.shape == (1,)
+    assert estimator.model_.algorithm == model.algorithm
+    assert estimator.n_iter_ == 10
+
+
+def test_multiclass_is_one_vs_rest_as_calopt_fit():
+    X, y = load_iris(return_X_y=True)
+    names = np.array(["setosa", "versicolor", "virginica"])
+    labels = names[y]
+    estimator = CaloptClassifier(random_state=0).fit(X, labels)
+    model = calopt.fit(X, y, seed=0)
+    np.testing.assert_allclose(estimator.decision_function(X), model.decision_function(X))
+    assert estimator.coef_.shape == (3, 4) and estimator.intercept_.shape == (3,)
+    np.testing.assert_array_equal(estimator.predict(X), names[np.argmax(model.decision_function(X), axis=1)])
+    assert estimator.predict(X).dtype.kind == "U"
+    assert estimator.score(X, labels) == pytest.approx(model.score(X, y))
+
+
+def test_string_labels_train_the_same_model_as_numbers():
+    X, y = _binary_data()
+    words = np.where(y == 1, "yes", "no")  # sorted: "no" < "yes", so "yes" is the positive class
+    as_words = CaloptClassifier(random_state=0).fit(X, words)
+    as_numbers = CaloptClassifier(random_state=0).fit(X, y)
+    assert as_words.classes_.tolist() == ["no", "yes"]
+    np.testing.assert_array_equal(as_words.decision_function(X), as_numbers.decision_function(X))
+    np.testing.assert_array_equal(as_words.predict(X), np.where(as_numbers.predict(X) == 1, "yes", "no"))
+    assert as_words.model_.classes == ("no", "yes")
+
+
+def test_score_is_the_measure_trained_for():
+    X, y = _binary_data(seed=1)
+    estimator = CaloptClassifier("fbeta:beta=2", random_state=0).fit(X, y)
+    assert estimator.score(X, y) == pytest.approx(fbeta_score(y, estimator.predict(X), beta=2))
+    weights = np.random.default_rng(0).uniform(0.5, 2.0, y.size)
+    assert estimator.score(X, y, sample_weight=weights) == pytest.approx(
+        fbeta_score(y, estimator.predict(X), beta=2, sample_weight=weights))
+
+
+def test_sparse_and_dense_input_give_the_same_model():
+    X, y = _binary_data()
+    X[np.abs(X) < 0.8] = 0.0
+    dense = CaloptClassifier("gmean", random_state=0).fit(X, y)
+    sparse = CaloptClassifier("gmean", random_state=0).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(sparse.decision_function(sp.csc_matrix(X)), dense.decision_function(X),
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_float32_input_trains_in_float32():
+    X, y = _binary_data()
+    estimator = CaloptClassifier("gmean", random_state=0).fit(X.astype(np.float32), y)
+    assert estimator.coef_.dtype == np.float32 and estimator.intercept_.dtype == np.float32
+    assert estimator.decision_function(X.astype(np.float32)).dtype == np.float32
+    assert estimator.model_.options["dtype"] == "float32"
+    reference = CaloptClassifier("gmean", random_state=0).fit(X, y)
+    assert np.mean(estimator.predict(X) == reference.predict(X)) > 0.97
+
+
+def test_read_only_input_is_used_and_left_as_it_was():
+    X, y = _binary_data()
+    weights = np.linspace(0.0, 2.0, y.size)
+    copies = X.copy(), y.copy(), weights.copy()
+    for array in (X, y, weights):
+        array.flags.writeable = False
+    estimator = CaloptClassifier(random_state=0).fit(X, y, sample_weight=weights)
+    estimator.predict(X)
+    estimator.partial_fit(X, y, sample_weight=weights)
+    for array, copy in zip((X, y, weights), copies):
+        np.testing.assert_array_equal(array, copy)
+
+
+def test_feature_names_of_a_data_frame():
+    pandas = pytest.importorskip("pandas")
+    X, y = _binary_data()
+    frame = pandas.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    estimator = CaloptClassifier(random_state=0).fit(frame, y)
+    assert estimator.feature_names_in_.tolist() == list(frame.columns)
+    assert estimator.n_features_in_ == X.shape[1]
+    with pytest.raises(ValueError, match="feature names"):
+        estimator.predict(frame[list(reversed(frame.columns))])
+
+
+def test_random_state():
+    X, y = _binary_data()
+    first = CaloptClassifier(random_state=5).fit(X, y)
+    again = CaloptClassifier(random_state=5).fit(X, y)
+    np.testing.assert_array_equal(first.coef_, again.coef_)
+    drawn = CaloptClassifier(random_state=np.random.RandomState(5)).fit(X, y)
+    assert drawn.model_.options["seed"] == np.random.RandomState(5).randint(np.iinfo(np.int32).max)
+
+
+def test_errors_are_scikit_learn_value_errors():
+    X, y = _binary_data()
+    with pytest.raises(ValueError, match="only one class"):
+        CaloptClassifier().fit(X, np.ones_like(y))
+    with pytest.raises(ValueError, match="zero"):
+        CaloptClassifier().fit(X, y, sample_weight=np.zeros(y.size))
+    with pytest.raises(ValueError, match="class 1 has no row with a positive sample_weight"):
+        CaloptClassifier().fit(X, y, sample_weight=(y == 0).astype(float) + 0.0 * y)
+    with pytest.raises(calopt.UnknownNameError, match="did you mean 'gmean'"):
+        CaloptClassifier("gmaen").fit(X, y)
+
+
+# -- sample weights ----------------------------------------------------------------------------
+@pytest.mark.parametrize("classes", [2, 3])
+def test_integer_weights_equal_repeated_rows_for_gd(classes):
+    """gd is deterministic: a row of weight k is k copies of the row, and weight 0 leaves it out."""
+    X, y = make_classification(n_samples=60, n_features=5, n_informative=4, n_redundant=0, n_classes=classes,
+                               random_state=2)
+    weights = np.random.default_rng(4).integers(0, 4, y.size)
+    weighted = CaloptClassifier(algorithm="gd", epochs=30, random_state=0).fit(X, y, sample_weight=weights)
+    repeated = CaloptClassifier(algorithm="gd", epochs=30, random_state=0).fit(
+        np.repeat(X, weights, axis=0), np.repeat(y, weights))
+    np.testing.assert_allclose(weighted.decision_function(X), repeated.decision_function(X), rtol=1e-9, atol=1e-9)
+    unweighted = CaloptClassifier(algorithm="gd", epochs=30, random_state=0).fit(X, y)
+    assert not np.allclose(unweighted.decision_function(X), weighted.decision_function(X))
+
+
+# -- partial_fit -------------------------------------------------------------------------------
+def test_partial_fit_keeps_the_solver_state_across_calls():
+    """k calls of gd on the whole data are k gradient steps: calopt.fit's gd with k epochs (no scaling,
+    threshold 0), which runs the loop once over k epochs."""
+    X, y = _binary_data()
+    estimator = CaloptClassifier(algorithm="gd", random_state=0)
+    for _ in range(7):
+        estimator.partial_fit(X, y, classes=[0, 1])
+    model = calopt.fit(X, y, algorithm="gd", epochs=7, scale=False, tune_threshold=False, seed=0)
+    np.testing.assert_allclose(estimator.coef_[0], model.coef, rtol=1e-9)
+    np.testing.assert_allclose(estimator.intercept_[0], model.intercept, rtol=1e-9)
+    assert estimator.n_iter_ == 7 and estimator.model_.options["partial_fit"] == {"calls": 7, "rows": 7 * y.size}
+
+
+def test_partial_fit_on_a_stream_of_mini_batches_reaches_what_fit_reaches():
+    train, test = datasets.load("a9a", "train"), datasets.load("a9a", "test")
+    stream = CaloptClassifier("gmean", algorithm="spade:step=10", random_state=0)
+    order = np.random.default_rng(0).permutation(train.n_samples)
+    for epoch in range(3):
+        for start in range(0, train.n_samples, 500):
+            rows = order[start:start + 500]
+            stream.partial_fit(train.X[rows], train.labels[rows], classes=[-1.0, 1.0])
+    fitted = CaloptClassifier("gmean", random_state=0).fit(train.X, train.labels)
+    reference = geometric_mean_score(test.labels, fitted.predict(test.X))
+    assert geometric_mean_score(test.labels, stream.predict(test.X)) > reference - 0.02
+    assert stream.n_iter_ == 3 * math.ceil(train.n_samples / 500)
+
+
+def test_partial_fit_multiclass_trains_one_model_per_class():
+    X, y = load_iris(return_X_y=True)
+    X = MaxAbsScaler().fit_transform(X)
+    estimator = CaloptClassifier("gmean", algorithm="spade:step=10", random_state=0)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        rows = rng.choice(y.size, 20, replace=False)
+        estimator.partial_fit(X[rows], y[rows], classes=[0, 1, 2])
+    assert estimator.coef_.shape == (3, 4)
+    assert np.mean(estimator.predict(X) == y) > 0.8
+
+
+def test_partial_fit_after_fit_starts_from_fit_s_coefficients():
+    X, y = _binary_data()
+    estimator = CaloptClassifier("gmean", algorithm="spade:step=1", random_state=0).fit(X, y)
+    fitted = estimator.coef_.copy()
+    estimator.partial_fit(X[:50], y[:50])
+    fresh = CaloptClassifier("gmean", algorithm="spade:step=1", random_state=0).partial_fit(X[:50], y[:50],
+                                                                                              classes=[0, 1])
+    assert np.linalg.norm(estimator.coef_ - fitted) < np.linalg.norm(fresh.coef_ - fitted)
+    assert not np.array_equal(estimator.coef_, fitted)
+
+
+def test_partial_fit_errors():
+    X, y = _binary_data()
+    with pytest.raises(ValueError, match="classes must be passed on the first call"):
+        CaloptClassifier().partial_fit(X, y)
+    estimator = CaloptClassifier(random_state=0).partial_fit(X, y, classes=[0, 1])
+    with pytest.raises(ValueError, match="is not the same as on the first call"):
+        estimator.partial_fit(X, y, classes=[0, 1, 2])
+    with pytest.raises(ValueError, match="label 7 is not one of the classes"):
+        estimator.partial_fit(X[:3], np.array([0, 1, 7]))
+    with pytest.raises(ValueError, match="X has 7 features, but CaloptClassifier is expecting 8"):
+        estimator.partial_fit(X[:, :7], y)
+    with pytest.raises(ValueError, match="transforms the whole training data"):
+        CaloptClassifier(algorithm="slnd").partial_fit(X, y, classes=[0, 1])
+
+
+def test_partial_fit_pickles_mid_stream():
+    X, y = _binary_data()
+    estimator = CaloptClassifier("gmean", random_state=0).partial_fit(X[:200], y[:200], classes=[0, 1])
+    copy = pickle.loads(pickle.dumps(estimator))
+    estimator.partial_fit(X[200:], y[200:])
+    copy.partial_fit(X[200:], y[200:])
+    np.testing.assert_array_equal(copy.coef_, estimator.coef_)
+
+
+# -- new calopt.fit options become constructor parameters ----------------------------------------
+class _WithThresholdOption(CaloptClassifier):
+    """What adding a calopt.fit option takes: a constructor parameter of the same name."""
+
+    def __init__(self, measure="f1", *, algorithm=None, loss=None, epochs=10, batch_size=None, backend=None,
+                 random_state=None, tune_threshold=True):
+        super().__init__(measure, algorithm=algorithm, loss=loss, epochs=epochs, batch_size=batch_size,
+                         backend=backend, random_state=random_state)
+        self.tune_threshold = tune_threshold
+
+
+def test_a_constructor_parameter_reaches_calopt_fit_by_its_name():
+    X, y = _binary_data()
+    untuned = _WithThresholdOption(random_state=0, tune_threshold=False).fit(X, y)
+    model = calopt.fit(X, y, seed=0, tune_threshold=False)
+    np.testing.assert_array_equal(untuned.decision_function(X), model.decision_function(X))
+    assert untuned.model_.threshold == 0.0
+    assert CaloptClassifier(random_state=0).fit(X, y).model_.threshold != 0.0
+
+
+# -- array API ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("namespace, device, dtype", [
+    ("numpy", None, None),
+    ("array_api_strict", "CPU_DEVICE", "float64"),
+    ("array_api_strict", "device1", "float32"),
+    ("torch", "cpu", "float64"),
+    ("torch", "cpu", "float32"),
+])
+@pytest.mark.parametrize("estimator", ESTIMATORS[:3], ids=["default", "gd", "gmean"])
+def test_check_array_api_input(estimator, namespace, device, dtype):
+    check_array_api_input(type(estimator).__name__, estimator, array_namespace=namespace, device_name=device,
+                          dtype_name=dtype, check_sample_weight=True)
+
+
+def test_torch_inputs_train_and_predict_on_torch():
+    torch = pytest.importorskip("torch")
+    X, y = _binary_data()
+    with sklearn.config_context(array_api_dispatch=True):
+        estimator = CaloptClassifier("gmean", random_state=0).fit(torch.asarray(X), torch.asarray(y))
+        scores = estimator.decision_function(torch.asarray(X))
+        predictions = estimator.predict(torch.asarray(X))
+    assert isinstance(estimator.coef_, torch.Tensor) and isinstance(scores, torch.Tensor)
+    assert isinstance(predictions, torch.Tensor) and predictions.dtype == torch.int64
+    assert estimator.model_.options["backend"] == "torch"
+    on_numpy = CaloptClassifier("gmean", random_state=0).fit(X, y)
+    np.testing.assert_allclose(scores.numpy(), on_numpy.decision_function(X), rtol=1e-6, atol=1e-8)
+    with sklearn.config_context(array_api_dispatch=True), pytest.raises(ValueError, match="same namespace"):
+        estimator.predict(X)
+
+
+@pytest.mark.parametrize("library", ["array_api_strict", "torch"])
+def test_partial_fit_under_array_api_dispatch(library):
+    xp = pytest.importorskip(library)
+    X, y = _binary_data()
+    stream = CaloptClassifier("gmean", random_state=0)
+    on_numpy = CaloptClassifier("gmean", random_state=0)
+    with sklearn.config_context(array_api_dispatch=True):
+        for start in range(0, 400, 100):
+            stream.partial_fit(xp.asarray(X[start:start + 100]), xp.asarray(y[start:start + 100]), classes=[0, 1])
+            on_numpy.partial_fit(X[start:start + 100], y[start:start + 100], classes=[0, 1])
+        assert type(stream.coef_) is type(xp.asarray(X))
+        np.testing.assert_allclose(np.asarray(stream.decision_function(xp.asarray(X))),
+                                   on_numpy.decision_function(X), rtol=1e-6, atol=1e-9)
+        fitted = CaloptClassifier("gmean", random_state=0).fit(xp.asarray(X), xp.asarray(y))
+        fitted.partial_fit(xp.asarray(X[:100]), xp.asarray(y[:100]))  # after fit: from its coefficients
+        assert type(fitted.coef_) is type(xp.asarray(X))
+
+
+# -- scorers -----------------------------------------------------------------------------------
+def _reference(name: str, y_true, y_pred, weight=None) -> float:
+    """Each built-in measure from scikit-learn's (weighted) confusion matrix, by its textbook formula."""
+    tn, fp, fn, tp = confusion_matrix(y_true, y_pred, labels=[0, 1], sample_weight=weight).ravel()
+    tpr, tnr = tp / (tp + fn), tn / (tn + fp)
+    return {
+        "min": min(tpr, tnr),
+        "hmean": 2 * tpr * tnr / (tpr + tnr),
+        "qmean": 1 - math.sqrt(((1 - tpr) ** 2 + (1 - tnr) ** 2) / 2),
+        "gmean": math.sqrt(tpr * tnr),
+        "fbeta": 2 * tp / (2 * tp + fp + fn),
+        "jaccard": tp / (tp + fp + fn),
+        "gower-legendre": (tp + tn) / (tp + tn + 0.5 * (fp + fn)),
+    }[name]
+
+
+BUILT_IN = ["min", "hmean", "qmean", "gmean", "fbeta", "jaccard", "gower-legendre"]
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_scorer_matches_the_textbook_formula(name):
+    X, y = _binary_data(seed=2)
+    estimator = LogisticRegression().fit(X, y)
+    predicted = estimator.predict(X)
+    weight = np.random.default_rng(1).uniform(0.1, 3.0, y.size)
+    assert make_scorer(name)(estimator, X, y) == pytest.approx(_reference(name, y, predicted))
+    assert make_scorer(name)(estimator, X, y, sample_weight=weight) == pytest.approx(
+        _reference(name, y, predicted, weight))
+
+
+def test_scorer_matches_scikit_learn_and_imbalanced_learn():
+    X, y = _binary_data(seed=3)
+    estimator = LogisticRegression().fit(X, y)
+    predicted = estimator.predict(X)
+    assert make_scorer("f1")(estimator, X, y) == pytest.approx(f1_score(y, predicted))
+    assert make_scorer("fbeta:beta=0.5")(estimator, X, y) == pytest.approx(fbeta_score(y, predicted, beta=0.5))
+    assert make_scorer("jaccard")(estimator, X, y) == pytest.approx(jaccard_score(y, predicted))
+    assert make_scorer("gmean")(estimator, X, y) == pytest.approx(geometric_mean_score(y, predicted))
+    assert make_scorer("f1", pos_label=0)(estimator, X, y) == pytest.approx(f1_score(y, predicted, pos_label=0))
+    words = np.where(y == 1, "yes", "no")
+    on_words = LogisticRegression().fit(X, words)
+    assert make_scorer("f1", pos_label="yes")(on_words, X, words) == pytest.approx(f1_score(y, predicted))
+    with pytest.raises(ValueError, match="pos_label=1 is not a valid label"):
+        make_scorer("f1")(on_words, X, words)
+
+
+def test_macro_scorer_is_the_mean_over_classes():
+    X, y = load_iris(return_X_y=True)
+    estimator = LogisticRegression(max_iter=1000).fit(X[::3], y[::3])
+    predicted = estimator.predict(X)
+    assert make_scorer("f1", average="macro")(estimator, X, y) == pytest.approx(
+        f1_score(y, predicted, average="macro"))
+    assert make_scorer("gmean", average="macro")(estimator, X, y) == pytest.approx(np.mean(
+        [geometric_mean_score(y == c, predicted == c) for c in range(3)]))
+    with pytest.raises(ValueError, match="multiclass but average='binary'"):
+        make_scorer("f1")(estimator, X, y)
+
+
+def test_every_registered_measure_has_a_scorer_plugins_included():
+    """A plugin's measure, registered at run time, scores like scikit-learn's balanced accuracy."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Balanced(calopt.ConcaveMeasure):
+        """(TPR + TNR) / 2."""
+
+        name: ClassVar[str] = "test-balanced"
+
+        def psi(self, tpr, tnr, *, xp):
+            return (tpr + tnr) / 2
+
+        def conjugate(self, alpha, beta, *, xp):
+            return xp.zeros_like(alpha)
+
+        def conjugate_grad(self, alpha, beta, *, xp):
+            return xp.zeros_like(alpha), xp.zeros_like(beta)
+
+        def project(self, alpha, beta, *, xp):
+            return xp.full_like(alpha, 0.5), xp.full_like(beta, 0.5)
+
+    class Plugin:
+        @calopt.hookimpl
+        def register_measures(self, register):
+            register(Balanced)
+
+    plugin_manager.register(Plugin(), name="test-sklearn-plugin")
+    try:
+        X, y = _binary_data(seed=4)
+        estimator = LogisticRegression().fit(X, y)
+        for entry in registry.list_measures():
+            values = cross_val_score(LogisticRegression(), X, y, cv=3, scoring=make_scorer(entry.name))
+            assert values.shape == (3,) and np.all((values >= 0) & (values <= 1))
+        assert make_scorer("test-balanced")(estimator, X, y) == pytest.approx(
+            balanced_accuracy_score(y, estimator.predict(X)))
+    finally:
+        plugin_manager.unregister(name="test-sklearn-plugin")
+
+
+def test_scorer_names_an_unknown_measure_at_once():
+    with pytest.raises(calopt.UnknownNameError, match="unknown measure 'gmaen'"):
+        make_scorer("gmaen")
+
+
+def test_scorer_repr_and_pickle():
+    scorer = make_scorer("fbeta:beta=2", pos_label="yes")
+    assert repr(scorer) == ("make_scorer(measure_score, response_method='predict', measure=fbeta:beta=2.0, "
+                            "pos_label=yes)")
+    assert repr(pickle.loads(pickle.dumps(scorer))) == repr(scorer)
+
+
+def test_measure_score_conventions():
+    # no positive predicted nor present: F1 is 0 (scikit-learn's zero_division=0), G-mean 1 when a
+    # class is absent from both truth and predictions (imbalanced-learn)
+    assert measure_score([0, 0, 0], [0, 0, 0], measure="f1") == 0.0
+    assert measure_score([0, 0, 0], [0, 0, 0], measure="gmean") == geometric_mean_score([0, 0, 0], [0, 0, 0])
+
+
+def test_grid_search_over_measures_in_a_pipeline_on_real_data():
+    """GridSearchCV's cross-validated G-mean of each candidate equals imbalanced-learn's G-mean on the
+    same folds, computed here by hand."""
+    data = datasets.load("a9a", "train")
+    X, y = data.X[:6000], data.labels[:6000]
+    pipeline = Pipeline([("scale", MaxAbsScaler()), ("clf", CaloptClassifier(random_state=0))])
+    search = GridSearchCV(pipeline, {"clf__measure": ["gmean", "f1"]}, scoring=make_scorer("gmean"), cv=3)
+    search.fit(X, y)
+    for params, mean in zip(search.cv_results_["params"], search.cv_results_["mean_test_score"]):
+        folds = []
+        for train, test in StratifiedKFold(3).split(X, y):
+            fitted = clone(pipeline).set_params(**params).fit(X[train], y[train])
+            folds.append(geometric_mean_score(y[test], fitted.predict(X[test])))
+        assert mean == pytest.approx(np.mean(folds))
+    assert search.best_params_["clf__measure"] in ("gmean", "f1")
+    assert search.score(X, y) == pytest.approx(geometric_mean_score(y, search.predict(X)))
+
+
+def test_scorer_is_the_objective_of_tuned_threshold_classifier_cv():
+    """The threshold tuned for calopt's G-mean scorer is the one tuned for imbalanced-learn's G-mean."""
+    X, y = _binary_data(n=600, seed=5, weights=(0.9,))
+    ours = TunedThresholdClassifierCV(LogisticRegression(), scoring=make_scorer("gmean"), cv=3,
+                                      random_state=0).fit(X, y)
+    theirs = TunedThresholdClassifierCV(LogisticRegression(), scoring=sklearn_make_scorer(geometric_mean_score),
+                                        cv=3, random_state=0).fit(X, y)
+    assert ours.best_threshold_ == theirs.best_threshold_
+    assert ours.best_score_ == pytest.approx(theirs.best_score_)
+
+
+def test_tuned_threshold_around_a_partial_fit_model():
+    """partial_fit leaves the solver's threshold 0; TunedThresholdClassifierCV(cv="prefit") tunes it
+    on held-out rows for the measure."""
+    X, y = _binary_data(n=1000, seed=6, weights=(0.9,))
+    stream = CaloptClassifier("f1", random_state=0)
+    for start in range(0, 700, 100):
+        stream.partial_fit(X[start:start + 100], y[start:start + 100], classes=[0, 1])
+    tuned = TunedThresholdClassifierCV(stream, scoring=make_scorer("f1"), cv="prefit", refit=False).fit(
+        X[700:], y[700:])
+    assert f1_score(y[700:], tuned.predict(X[700:])) >= f1_score(y[700:], stream.predict(X[700:]))
+
+
+# -- export to scikit-learn --------------------------------------------------------------------
+def test_binary_model_to_sklearn_predicts_exactly_as_calopt():
+    train = datasets.load("a9a", "train")
+    model = calopt.fit(train.X, train.labels, measure="gmean", seed=0)
+    exported = model.to_sklearn()
+    assert type(exported).__module__.startswith("sklearn.")
+    sklearn.utils.validation.check_is_fitted(exported)
+    np.testing.assert_array_equal(exported.decision_function(train.X), model.decision_function(train.X))
+    np.testing.assert_array_equal(exported.predict(train.X), model.predict(train.X))
+    dense = train.X[:500].toarray()
+    np.testing.assert_allclose(exported.decision_function(dense), model.decision_function(dense), rtol=1e-12)
+    np.testing.assert_allclose(exported.intercept_, [model.intercept])  # the tuned threshold is folded in
+    assert model.threshold != 0.0
+    again = pickle.loads(pickle.dumps(exported))
+    np.testing.assert_array_equal(again.predict(dense), model.predict(dense))
+
+
+def test_multiclass_model_to_sklearn_predicts_exactly_as_calopt(tmp_path):
+    X, y = load_iris(return_X_y=True)
+    labels = np.array(["a", "b", "c"])[y]
+    calopt.fit(X, labels, seed=0).save(tmp_path / "iris.npz")
+    model = calopt.load_model(tmp_path / "iris.npz")
+    exported = model.to_sklearn()
+    np.testing.assert_array_equal(exported.decision_function(X), model.decision_function(X))
+    np.testing.assert_array_equal(exported.predict(X), model.predict(X))
+    assert exported.classes_.tolist() == ["a", "b", "c"] and not hasattr(exported, "predict_proba")
+
+
+def test_estimator_model_exports_with_the_user_s_labels():
+    X, y = _binary_data()
+    words = np.where(y == 1, "yes", "no")
+    estimator = CaloptClassifier(random_state=0).fit(X, words)
+    exported = estimator.model_.to_sklearn()
+    np.testing.assert_array_equal(exported.predict(X), estimator.predict(X))
+
+
+# -- the README's example ----------------------------------------------------------------------
+def _readme_section(title: str) -> str:
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end]
+
+
+def test_the_readme_s_scikit_learn_example_runs():
+    """Every Python block of "Use from scikit-learn", in order, in one namespace (the torch block when
+    PyTorch is there)."""
+    blocks = re.findall(r"```python\n(.*?)```", _readme_section("Use from scikit-learn"), flags=re.S)
+    assert len(blocks) == 3 and "GridSearchCV" in blocks[0] and "partial_fit" in blocks[1]
+    namespace: dict = {}
+    for block in blocks:
+        if "import torch" in block and importlib.util.find_spec("torch") is None:
+            continue
+        exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["search"].best_params_["caloptclassifier__measure"] in ("gmean", "hmean", "f1")
+    assert namespace["clf"].score(namespace["test"].X, namespace["test"].labels) > 0.75
+    assert type(namespace["exported"]).__name__ == "LinearSVC"
+    if "on_torch" in namespace:
+        assert type(namespace["on_torch"].coef_).__module__ == "torch"
