@@ -35,6 +35,7 @@ thread, so seconds are per core and comparable between ``--jobs`` settings.
     python benchmarks/bench_suite.py --only calopt --tag e50 --calopt-kwargs '{"epochs": 50}'
     python benchmarks/bench_suite.py --only route          # refit the route for the selection
     python benchmarks/bench_suite.py --report [--tag e50 --compare default]
+    python benchmarks/bench_suite.py --report --across default auto direct twin   # tags PREFIX-s0..2
     python benchmarks/bench_suite.py --list                # the datasets, without fitting
 """
 
@@ -267,10 +268,17 @@ def select(names: list[str], patterns: list[str] | None) -> list[str]:
 
 # -- the two methods ----------------------------------------------------------------
 
+#: The key of ``--twin`` among a tag's "calopt kwargs": the tag holds the route's twin, not calopt.
+TWIN = "route_twin_cv_seed"
+
+
 def calopt_fit(X: Any, y: Any, measure: str, positive: Any, **kwargs: Any) -> Any:
-    """calopt's binary default for ``measure`` (the one place its call is written)."""
+    """calopt's binary default for ``measure`` (the one place its call is written);
+    ``algorithm="direct"`` is the measure's own solver (SPADE, STAMP), whatever the default."""
     import calopt
 
+    if kwargs.get("algorithm") == "direct":
+        kwargs = {**kwargs, "algorithm": calopt.registry.default_algorithm(calopt.get_measure(measure), "direct")}
     return calopt.fit(X, y, measure=measure, seed=0, positive=positive, **kwargs)
 
 
@@ -278,11 +286,12 @@ def _warnings_text(caught: list) -> list[str]:
     return sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0][:160]}" for w in caught})
 
 
-def run_route(data: Dataset, measure: str) -> dict[str, Any]:
-    """The tuned-threshold logistic regression route on one cell."""
+def run_route(data: Dataset, measure: str, cv_seed: int | None = None) -> dict[str, Any]:
+    """The tuned-threshold logistic regression route on one cell; with ``cv_seed``, its twin:
+    the same route with the five folds shuffled by that seed (the route's own variability)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import make_scorer
-    from sklearn.model_selection import TunedThresholdClassifierCV
+    from sklearn.model_selection import StratifiedKFold, TunedThresholdClassifierCV
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MaxAbsScaler
 
@@ -290,7 +299,8 @@ def run_route(data: Dataset, measure: str) -> dict[str, Any]:
                          neg_label=data.negative)
     route = TunedThresholdClassifierCV(
         make_pipeline(MaxAbsScaler(), LogisticRegression(max_iter=1000)),
-        scoring=scorer, cv=5, random_state=0)
+        scoring=scorer, cv=5 if cv_seed is None else StratifiedKFold(5, shuffle=True, random_state=cv_seed),
+        random_state=0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         started = time.perf_counter()
@@ -385,6 +395,10 @@ def run_dataset(name: str, plan: dict[str, list[str]], split_seed: int,
         if measure in plan.get("route", ()):
             emit(("route", key, run_route(data, measure)))
         if measure in plan.get("calopt", ()):
+            if TWIN in calopt_kwargs:  # the route's twin in calopt's place (--twin)
+                emit(("calopt", key, {**run_route(data, measure, calopt_kwargs[TWIN]), "calopt_kwargs": calopt_kwargs,
+                                      "algorithm": f"route, folds shuffled (seed {calopt_kwargs[TWIN]})"}))
+                continue
             emit(("calopt", key, {**run_calopt(data, measure, calopt_kwargs),
                                   "calopt_kwargs": calopt_kwargs}))
 
@@ -739,7 +753,69 @@ def compare(rows_a: list[dict], rows_b: list[dict], tag_a: str, tag_b: str) -> s
     return "\n".join(lines)
 
 
+def across(prefixes: list[str], splits: list[int], measures: list[str]) -> str:
+    """The criteria of each variant on every split seed (tags ``PREFIX-sK``) and their mean; the
+    variant ``twin`` (``--twin``) is the route against itself, the floor of the criteria. For
+    variants whose cells chose between the measure's own solver and the plug-in route
+    (``algorithm="auto"``), how often each was chosen, and the own solver against the route
+    head to head (tags ``direct-sK`` and ``default-sK``) where both ran."""
+    route = load_results(ROUTE_FILE)
+    lines = [f"Split seeds {', '.join(map(str, splits))}; criteria as above (within: share of the cells with "
+             f"≥ {RESOLVED} test positives within {TIE}; below: those cells below −{FAR}; time: median ratio of "
+             f"fit seconds to the route's).", "",
+             "| variant | split | cells | mean margin | median margin | within | below | time ratio |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    tables: dict[tuple[str, int], list[dict]] = {}
+    for prefix in prefixes:
+        per_split = []
+        for split in splits:
+            path = RESULTS / f"suite_{prefix}-s{split}.json"
+            if not path.exists():
+                continue
+            rows = join_cells(route, load_results(path), measures)
+            tables[prefix, split] = rows
+            s = summarize(rows)
+            per_split.append((split, len(rows), s["overall"]["mean_margin"], s["overall"]["median_margin"],
+                              s["resolved"]["share_within"], s["resolved"]["below_far"], s["time"]["median_ratio"]))
+        for split, n, *figures in per_split:
+            lines.append(f"| {prefix} | {split} | {n} | {_f(figures[0], sign=True)} | {_f(figures[1], sign=True)} | "
+                         f"{_f(figures[2], 3)} | {figures[3]} | {_f(figures[4], 2)} |")
+        if len(per_split) > 1:
+            columns = list(zip(*per_split))
+            lines.append(f"| **{prefix}** | mean | {sum(columns[1])} | {_f(mean(columns[2]), sign=True)} | "
+                         f"{_f(mean(columns[3]), sign=True)} | {_f(mean(columns[4]), 3)} | "
+                         f"{_f(mean(columns[5]), 1)} | {_f(mean(columns[6]), 2)} |")
+    choices = []
+    for (prefix, split), rows in tables.items():
+        chosen = Counter("route" if r["algorithm"].startswith("lbfgs") else "own" for r in rows if not r["error"])
+        if len(chosen) > 1:
+            choices.append(f"{prefix} split {split}: the measure's own solver in {chosen['own']} cells, the "
+                           f"plug-in route in {chosen['route']}")
+    if choices:
+        lines += ["", "Chosen by `algorithm=\"auto\"`: " + "; ".join(choices) + "."]
+    heads = []
+    for split in splits:
+        own, plug = tables.get(("direct", split)), tables.get(("default", split))
+        if not own or not plug:
+            continue
+        theirs = {(r["dataset"], r["measure"]): r for r in plug}
+        pairs = [(r, theirs[r["dataset"], r["measure"]]) for r in own if (r["dataset"], r["measure"]) in theirs]
+        deltas = [a["calopt"] - b["calopt"] for a, b in pairs]
+        resolved = [a["calopt"] - b["calopt"] for a, b in pairs if a["test_positives"] >= RESOLVED]
+        heads.append(f"split {split}: own solver better by > {TIE} in {sum(d > TIE for d in deltas)} of "
+                     f"{len(deltas)} cells, worse in {sum(d < -TIE for d in deltas)} (≥ {RESOLVED} test positives: "
+                     f"better in {sum(d > TIE for d in resolved)} of {len(resolved)}, worse in "
+                     f"{sum(d < -TIE for d in resolved)}), mean {_f(mean(deltas), sign=True)}")
+    if heads:
+        lines += ["", "The measure's own solver (`direct`) against the plug-in route (`default`), test values "
+                  "head to head: " + "; ".join(heads) + "."]
+    return "\n".join(lines)
+
+
 def report(args: argparse.Namespace) -> None:
+    if args.across:
+        print(across(args.across, args.splits, args.measures))
+        return
     route = load_results(ROUTE_FILE)
     ours = load_results(RESULTS / f"suite_{args.tag}.json")
     names = select(sorted(ours["datasets"]), args.datasets) if args.datasets else None
@@ -770,10 +846,21 @@ def main(argv: list[str] | None = None) -> None:
                         help="calopt: reuse the route cache; route: refit the route for the selection")
     parser.add_argument("--force", action="store_true", help="rerun calopt cells already done for the tag")
     parser.add_argument("--split-seed", type=int, default=0)
+    parser.add_argument("--twin", type=int, metavar="SEED",
+                        help="run, in calopt's place, the route itself with its folds shuffled by SEED: how far "
+                             "the route is from itself (the noise floor of the criteria)")
     parser.add_argument("--report", action="store_true", help="only print the summary of saved results")
     parser.add_argument("--compare", metavar="TAG", help="with --report: compare --tag against TAG")
     parser.add_argument("--list", action="store_true", help="list the candidate datasets and exit")
+    parser.add_argument("--across", nargs="+", metavar="PREFIX",
+                        help="with --report: each variant's criteria over the tags PREFIX-s0, -s1, ... "
+                             "(--splits) and their mean")
+    parser.add_argument("--splits", nargs="+", type=int, default=[0, 1, 2], metavar="SEED")
     args = parser.parse_args(argv)
+    if args.twin is not None:
+        if args.calopt_kwargs:
+            parser.error("--twin runs the route in calopt's place: give no --calopt-kwargs")
+        args.calopt_kwargs = {TWIN: args.twin}
     if args.list:
         print("\n".join(select(list(catalogue()), args.datasets)))
         return

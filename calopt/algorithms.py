@@ -15,6 +15,14 @@ them after every update, in order, and the model is the last part's output. The 
 schedule is :func:`step_size` (η₀/√t, the papers' decay), and the step scale an
 algorithm wants chosen from the data is declared in ``tunables``.
 
+**Stacked models.** An algorithm that declares ``stackable`` trains ``problem.n_models``
+models at once on the same mini-batches (the settings selection trains every fold and
+candidate this way, paying the per-batch overhead once): ``w`` is then (d, M), ``b`` and
+every per-model scalar (M,), the batch's sample weights (B, M) (a fold's held-out rows
+weigh 0), and the tunable parameters per-model arrays (:meth:`Algorithm.stacked`).
+Written with :func:`column` for labels and vector-first products (``ones @ r``), the same
+code serves one model and M.
+
 The model is linear with an intercept, ``s = X @ w + b``. Rewards come from a
 reward-capable loss, ``r = 1 − F(y·s)`` (spec, "Losses and rewards"); with the
 unbiased one-point forms ``r⁺ = r·1[y=1]/p`` and ``r⁻ = r·1[y=−1]/(1−p)``, a
@@ -46,6 +54,7 @@ __all__ = [
     "Part",
     "Problem",
     "Tunable",
+    "column",
     "project_ball",
     "reward_terms",
     "step_size",
@@ -77,6 +86,8 @@ class Problem(NamedTuple):
     n_classes: int = 1
     #: The largest sample weight (1 without weights), for bounds that scale with it.
     max_weight: float = 1.0
+    #: Models trained together by a ``stackable`` algorithm (1: one model).
+    n_models: int = 1
 
     def zeros(self, *shape: int) -> Array:
         return self.xp.zeros(shape, dtype=self.dtype, device=self.device)
@@ -84,6 +95,16 @@ class Problem(NamedTuple):
     def scalar(self, value: float) -> Array:
         """``value`` as a 0-d array of the working dtype on the problem's device."""
         return self.xp.asarray(value, dtype=self.dtype, device=self.device)
+
+    def coef_zeros(self) -> Array:
+        """Zero weights: (d,) for one model, (d, M) for ``n_models`` stacked ones."""
+        return self.zeros(self.n_features) if self.n_models == 1 else self.zeros(self.n_features, self.n_models)
+
+    def constant(self, value: float) -> Array:
+        """A per-model scalar: 0-d for one model, (M,) for stacked ones."""
+        if self.n_models == 1:
+            return self.scalar(value)
+        return self.xp.full((self.n_models,), value, dtype=self.dtype, device=self.device)
 
     def tiny(self) -> Array:
         """The smallest positive normal number of the working dtype, on the device: a floor
@@ -93,14 +114,17 @@ class Problem(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Tunable:
-    """A parameter the pipeline chooses on held-out data when the user leaves it unset (None).
+    """A parameter the pipeline chooses on data the weights do not see, when the user does not give it.
 
     ``name`` is the algorithm's dataclass field and ``candidates`` the values tried
-    (:mod:`calopt.training.selection`).
+    (:mod:`calopt.training.selection`). ``trial``: the one-pass trial of ``select="none"``
+    chooses it too (the step scale, when unset); the cross-validated selection chooses
+    every tunable.
     """
 
     name: str
     candidates: tuple[Any, ...]
+    trial: bool = True
 
 
 # -- the shared parts -----------------------------------------------------------------------
@@ -120,11 +144,20 @@ class Part(Protocol):
     def output(self, params: Params, state: Any) -> Params: ...
 
 
-def project_ball(w: Array, b: Array, radius: float | None, *, xp: Any) -> tuple[Array, Array]:
-    """Project ``(w, b)`` onto the Euclidean ball of ``radius`` (a rescaling; None: no ball)."""
+def column(y: Array, like: Array) -> Array:
+    """Labels ``y`` (B,) shaped to broadcast against ``like``: (B, 1) for stacked (B, M) arrays."""
+    return y[:, None] if like.ndim == 2 and y.ndim == 1 else y
+
+
+def project_ball(w: Array, b: Array, radius: Any, *, xp: Any) -> tuple[Array, Array]:
+    """Project ``(w, b)`` onto the Euclidean ball of ``radius`` (a rescaling; None: no ball).
+
+    Stacked models (w (d, M)) each get their own norm, and ``radius`` may be an (M,)
+    array (inf: no ball for that model).
+    """
     if radius is None:
         return w, b
-    norm = xp.sqrt(xp.sum(w * w) + b * b)
+    norm = xp.sqrt(xp.sum(w * w, axis=0) + b * b)
     factor = xp.minimum(xp.ones_like(norm), radius / xp.maximum(norm, xp.full_like(norm, 1e-30)))
     return w * factor, b * factor
 
@@ -201,8 +234,15 @@ class Algorithm(Component):
     holdout: ClassVar[float] = 0.0
     #: Trains the C one-vs-rest classes of a multiclass problem at once.
     multiclass: ClassVar[bool] = False
-    #: Parameters chosen on held-out data when left unset (each a field whose default is None).
+    #: Trains two-class problems too (a multiclass-only algorithm says False).
+    binary: ClassVar[bool] = True
+    #: Parameters chosen on held-out data when the user does not give them.
     tunables: ClassVar[tuple[Tunable, ...]] = ()
+    #: ``update`` trains ``problem.n_models`` models at once (see the module docstring).
+    stackable: ClassVar[bool] = False
+    #: Each pass is one step on the whole data (the batches only accumulate it), so the
+    #: default batch is the whole data: one update call a pass.
+    full_batch: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, problem: Problem) -> NamedTuple:
@@ -215,6 +255,15 @@ class Algorithm(Component):
     def parts(self) -> tuple[Part, ...]:
         """The shared parts the loop applies after each update, in order (none by default)."""
         return ()
+
+    def stacked(self, settings: dict[str, Array]) -> Algorithm:
+        """A copy whose parameters ``settings`` hold one value per stacked model ((M,) arrays on
+        the problem's device; radius inf for "no ball"). The values were checked one by one;
+        the copy is for a stacked run only (its ``spec`` means nothing)."""
+        copy = dataclasses.replace(self)
+        for name, values in settings.items():
+            object.__setattr__(copy, name, values)
+        return copy
 
     def iterate(self, state: NamedTuple) -> Params:
         """The iterate the parts act on."""
@@ -257,7 +306,10 @@ class Algorithm(Component):
         return {}
 
     def check_problem(self, problem: Problem) -> None:
-        """Refuse a measure of the wrong family or a loss unusable as a reward."""
+        """Refuse a measure of the wrong family, a loss unusable as a reward, two classes to a
+        multiclass-only algorithm."""
+        if not self.binary and problem.n_classes < 3:
+            raise ParameterError(f"algorithm {self.name!r} trains three or more classes, not two")
         if self.family not in ("any", problem.measure.family):
             raise ParameterError(
                 f"algorithm {self.name!r} optimises {self.family} measures; "
@@ -283,6 +335,7 @@ def reward_terms(
     """Rewards ``r = 1 − F(y·s)`` (None unless ``value``) and ``dr/ds`` for the batch, ``s = X @ w + b``,
     each times the row's sample ``weight`` when given."""
     scores = X @ w + b
+    y = column(y, scores)
     margins = y * scores
     reward = loss.reward_value(margins, xp=xp) if value else None
     dr_ds = loss.reward_derivative(margins, xp=xp) * y
@@ -300,15 +353,16 @@ def weighted_reward_gradient(
 
     ``r⁺ = r·1[y=1]/p`` and ``r⁻ = r·1[y=−1]/(1−p)``; the weights are 0-d arrays
     (the dual variables of SPADE, the valuation weights of STAMP). ``positive`` is
-    ``y > 0`` and ``ones`` is ``y·y`` when the caller has them already. ``scale`` (a
-    step size) and the 1/batch of the mean are folded into the per-class weights, so
-    the d-vector is never scaled (this runs every batch); the intercept's sum is a dot
-    product with ones, a fraction of the cost of ``xp.sum`` on a small batch.
+    ``y > 0`` (shaped like ``dr_ds``, :func:`column`) and ``ones`` is ``y·y`` when the
+    caller has them already. ``scale`` (a step size) and the 1/batch of the mean are
+    folded into the per-class weights, so the d-vector is never scaled (this runs every
+    batch); the intercept's sum is a dot product with ones, a fraction of the cost of
+    ``xp.sum`` on a small batch.
     """
     batch = y.shape[0]
-    positive = y > 0 if positive is None else positive
+    positive = column(y, dr_ds) > 0 if positive is None else positive
     ones = y * y if ones is None else ones  # y ∈ {−1, +1}
     coef = xp.where(
         positive, weight_pos * (scale / (p * batch)), weight_neg * (scale / ((1 - p) * batch))
     ) * dr_ds
-    return X.T @ coef, coef @ ones
+    return X.T @ coef, ones @ coef

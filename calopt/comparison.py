@@ -3,7 +3,7 @@
 For a binary problem and a measure, each method trains on the same training rows and is
 scored on the same test rows:
 
-* calopt's algorithms (by default the measure's own solver and the plug-in route), each
+* calopt's algorithms (by default the measure's own solver and the plug-in route, L-BFGS), each
   :func:`calopt.fit` with ``eval_set`` so its history holds the test value after every
   pass;
 * SGD on the logistic loss: scikit-learn's ``SGDClassifier(loss="log_loss")`` on
@@ -34,7 +34,7 @@ from calopt import registry
 from calopt.errors import DataError
 from calopt.io.labels import encode_binary, json_label
 from calopt.sklearn import make_scorer, measure_score
-from calopt.training.pipeline import fit
+from calopt.training.pipeline import DEFAULT_EPOCHS, fit
 
 __all__ = ["Comparison", "MethodRun", "compare"]
 
@@ -84,11 +84,12 @@ class Comparison:
 
 
 def compare(X: Any, y: Any, X_test: Any, y_test: Any, *, measure: Any = "f1", algorithms: Any = None,
-            epochs: int = 10, seed: int = 0, positive: Any = None) -> Comparison:
+            epochs: int | None = None, seed: int = 0, positive: Any = None) -> Comparison:
     """Train every method on (X, y) and score it on (X_test, y_test) for ``measure`` (module docstring).
 
     ``algorithms`` lists calopt's algorithm specs to run (default: the measure's own solver
-    and ``plugin``); ``epochs`` is the passes of calopt's algorithms and of SGD;
+    and the plug-in route, ``lbfgs``); ``epochs`` is the passes of calopt's algorithms
+    (None: chosen on held-out rows, as :func:`calopt.fit` does) and of SGD (10 when None);
     ``positive`` the positive label (default: calopt's, the larger one).
     """
     spec = registry.get_measure(measure).spec
@@ -100,11 +101,12 @@ def compare(X: Any, y: Any, X_test: Any, y_test: Any, *, measure: Any = "f1", al
         raise DataError(f"row {int(np.flatnonzero(unknown)[0]) + 1}: label {y_test[unknown][0]!r} is not one of "
                         f"the training classes ({negative!r}, {positive!r})", source="test labels")
     if algorithms is None:
-        algorithms = [registry.default_algorithm(registry.get_measure(spec)), "plugin"]
+        algorithms = list(dict.fromkeys([registry.default_algorithm(registry.get_measure(spec), "direct"),
+                                         registry.default_algorithm(registry.get_measure(spec))]))
     score = _scorer(spec, positive)
     runs = [_calopt_run(X, y, X_test, y_test, spec, algorithm, epochs, seed, positive, score)
             for algorithm in algorithms]
-    runs.append(_sgd_run(X, y, X_test, y_test, epochs, seed, score))
+    runs.append(_sgd_run(X, y, X_test, y_test, epochs or DEFAULT_EPOCHS, seed, score))
     runs.append(_route_run(X, y, X_test, y_test, spec, seed, positive, score))
     return Comparison(label, positive, int(X.shape[0]), int(X_test.shape[0]), float(np.mean(y_test == positive)),
                       runs)
@@ -123,7 +125,7 @@ def _scorer(spec: str, positive: Any) -> Any:
 
 
 def _calopt_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, spec: str, algorithm: str,
-                epochs: int, seed: int, positive: Any, score: Any) -> MethodRun:
+                epochs: int | None, seed: int, positive: Any, score: Any) -> MethodRun:
     model = fit(X, y, measure=spec, algorithm=algorithm, epochs=epochs, seed=seed, positive=positive,
                 eval_set=(X_test, y_test))
     loop = [row["seconds"] for row in model.history]
@@ -131,8 +133,10 @@ def _calopt_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, spec: st
     curve = [{"passes": float(row["epoch"]), "seconds": fixed + row["seconds"], "value": float(row["test"])}
              for row in model.history]
     value, tpr, tnr = score(y_test, model.predict(X_test))
-    own = registry.get_algorithm(registry.default_algorithm(registry.get_measure(spec))).name
-    role = {own: "the measure's own solver", "plugin": "the plug-in route"}.get(registry.get_algorithm(algorithm).name)
+    own = registry.get_algorithm(registry.default_algorithm(registry.get_measure(spec), "direct")).name
+    route = registry.get_algorithm(registry.default_algorithm(registry.get_measure(spec))).name
+    role = {own: "the measure's own solver", route: "the plug-in route",
+            "plugin": "the papers' plug-in route"}.get(registry.get_algorithm(algorithm).name)
     return MethodRun(f"calopt {model.algorithm}", value, tpr, tnr, model.fit_seconds, float(len(model.history)),
                      curve, f"calopt {model.algorithm}" + (f", {role}" if role else ""),
                      "passes of the training loop (the step trial is in the seconds)")

@@ -151,4 +151,5 @@ class Component(abc.ABC):
         changed = {k: v for k, v in self.params.items() if v != self.param_defaults()[k]}
         if not changed:
             return self.name
-        return self.name + ":" + ",".join(f"{k}={v}" for k, v in changed.items())
+        return self.name + ":" + ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                                          for k, v in changed.items())

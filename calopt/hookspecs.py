@@ -43,8 +43,9 @@ class RegisterDefaultAlgorithm(Protocol):
         """Declare ``spec`` (``"spade"``, ``"mirror-descent:signed=false"``) the algorithm that
         trains ``task`` problems for measures of ``family`` when the user names none.
 
-        ``task`` is ``"binary"``, ``"multiclass"`` (one-vs-rest) or ``"aggregate"``
-        (:func:`calopt.aggregate`); ``family`` a measure family (``"concave"``,
+        ``task`` is ``"binary"``, ``"direct"`` (the measure's own solver, which
+        ``algorithm="auto"``, ``calopt compare`` and ``partial_fit`` use; it need not be the
+        binary default), ``"multiclass"`` or ``"aggregate"`` (:func:`calopt.aggregate`); ``family`` a measure family (``"concave"``,
         ``"pseudo-linear"``) or ``"any"``, the fallback for families without their own.
         """
 

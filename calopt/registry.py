@@ -64,8 +64,10 @@ __all__ = [
 ENTRY_POINT_GROUP = "calopt"
 #: The distribution whose entry points are calopt's built-ins (loaded whatever CALOPT_LOAD_PLUGINS says).
 BUILTIN_DISTRIBUTION = "calopt"
-#: The kinds of training problem a default algorithm is declared for.
-TASKS = ("binary", "multiclass", "aggregate")
+#: The kinds of training problem a default algorithm is declared for; ``"direct"`` is the
+#: measure's own solver (one that optimises the measure itself, for ``algorithm="auto"``,
+#: ``calopt compare`` and ``partial_fit``), beside the ``"binary"`` default.
+TASKS = ("binary", "direct", "multiclass", "aggregate")
 _HOOKS = {
     "measure": "register_measures",
     "loss": "register_losses",
@@ -251,8 +253,7 @@ def _build() -> _Tables:
     def register_algorithm(provider: str, spec: str, *, task: str = "binary", family: str = "any") -> None:
         if task not in TASKS:
             raise RegistryError(f"task must be one of {', '.join(TASKS)}, not {task!r}")
-        _claim(algorithms, (task, family), str(spec), provider,
-               f"the default algorithm for {task} problems of {family} measures")
+        _claim(algorithms, (task, family), str(spec), provider, _default_claim(task, family))
 
     losses: dict[str, _Claims] = {}
 
@@ -305,16 +306,24 @@ def get(kind: str, spec: str | Component, /, **params: Any) -> Any:
     return table[name].get(f"{kind} {name!r}").create({**spec_params, **params})
 
 
-def default_algorithm(measure: Measure, task: str = "binary") -> str:
+def _default_claim(task: str, family: str) -> str:
+    if task == "direct":
+        return f"the direct solver of {family} measures"
+    return f"the default algorithm for {task} problems of {family} measures"
+
+
+def default_algorithm(measure: Measure, task: str = "binary", *, family: str | None = None) -> str:
     """The spec of the algorithm a plugin declared for ``task`` problems of the measure's family.
 
-    A declaration for the family itself wins over one for ``"any"`` family.
+    A declaration for the family itself wins over one for ``"any"`` family; ``family="any"``
+    asks for the route declared for every family. The built-ins declare the plug-in route
+    (``lbfgs``) for binary problems of every family, and the measure's own solver
+    (``spade``, ``stamp``) as the ``"direct"`` one.
     """
     tables = _tables()
-    for family in (measure.family, "any"):
+    for family in dict.fromkeys((family or measure.family, "any")):
         if (task, family) in tables.algorithms:
-            return tables.algorithms[task, family].get(f"the default algorithm for {task} problems of "
-                                                       f"{family} measures")
+            return tables.algorithms[task, family].get(_default_claim(task, family))
     raise RegistryError(f"no plugin declares a default algorithm for {task} problems of {measure.family} "
                         f"measures such as {measure.name!r}; name one (--algorithm)")
 

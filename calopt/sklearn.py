@@ -38,7 +38,7 @@ from calopt.measures import confusion_counts
 from calopt.models.linear import LinearModel, Model, MulticlassModel
 from calopt.training.loop import Trainer, run
 from calopt.training.pipeline import fit, prepare, resolve_backend
-from calopt.training.selection import choose_settings
+from calopt.training.selection import MAX_EPOCHS, PATIENCE, choose_settings
 
 __all__ = ["CaloptClassifier", "make_scorer", "measure_score"]
 
@@ -122,8 +122,19 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         own (concave: SPADE, pseudo-linear: STAMP; one-vs-rest: SLND).
     loss : str or calopt.Loss, default=None
         The margin loss or reward; None: the algorithm's default.
-    epochs : int, default=10
-        Passes over the training data (``fit``).
+    epochs : int, default=None
+        Passes over the training data (``fit``); None: chosen on held-out rows (until
+        the held-out measure has not improved for ``patience`` passes, at most
+        ``max_epochs``), or 10 with ``select="none"``.
+    select : str, default="auto"
+        How ``fit`` chooses the settings (step, regularisation, passes, threshold) on
+        rows the weights do not see: ``"cv:K"``, ``"holdout:F"``, ``"none"`` (the
+        solver's one-pass trial), or ``"auto"`` (5-fold below 500 rows of the smaller
+        class, else a 20% split); see :func:`calopt.fit`.
+    patience : int, default=20
+        Passes without improvement on the held-out rows before ``fit`` stops.
+    max_epochs : int, default=100
+        The most passes ``fit`` makes when it chooses them.
     batch_size : int, default=None
         Mini-batch size; None: n/100 between 32 and 1024 (``fit``), the whole call
         (``partial_fit``).
@@ -151,18 +162,22 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when X has string column names (a DataFrame).
     n_iter_ : int
-        Passes over the training data made by ``fit`` (fewer than ``epochs`` when a
-        solver stops early), or the number of ``partial_fit`` calls.
+        The passes over the training data of the model ``fit`` returned (the chosen
+        number when ``epochs`` is None), or the number of ``partial_fit`` calls.
     model_ : calopt.LinearModel or calopt.MulticlassModel
         The fitted calopt model (history, ``save``, ``to_sklearn``).
     """
 
-    def __init__(self, measure: Any = "f1", *, algorithm: Any = None, loss: Any = None, epochs: int = 10,
+    def __init__(self, measure: Any = "f1", *, algorithm: Any = None, loss: Any = None, epochs: int | None = None,
+                 select: str = "auto", patience: int = PATIENCE, max_epochs: int = MAX_EPOCHS,
                  batch_size: int | None = None, backend: str | None = None, random_state: Any = None):
         self.measure = measure
         self.algorithm = algorithm
         self.loss = loss
         self.epochs = epochs
+        self.select = select
+        self.patience = patience
+        self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.backend = backend
         self.random_state = random_state
@@ -216,8 +231,9 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         of the positives, (positives + 1)/(rows + 2); a step scale not given in the
         algorithm's spec is chosen by calopt's trial on the first call's rows; sample
         weights multiply each row's term as given. More than two classes train one
-        binary model per class (the measure's own solver, not SLND, whose reader
-        transforms the whole data first). After ``fit``, the first call starts the
+        binary model per class. Without ``algorithm``, ``partial_fit`` uses the measure's own
+        stochastic solver (``spade``, ``stamp``): the default of ``fit``, L-BFGS, needs the
+        whole data at every step. After ``fit``, the first call starts the
         solver from ``coef_`` and ``intercept_`` (its other state, such as the step count
         and the dual variables, starts afresh).
         """
@@ -339,7 +355,7 @@ class _Stream:
         start each solver from ``initial`` (coef (K, d), intercept (K,)) when given, else from 0."""
         backend = resolve_backend(X, estimator.backend, None, None)
         measure = registry.get_measure(estimator.measure)
-        algorithm = registry.get_algorithm(estimator.algorithm or registry.default_algorithm(measure))
+        algorithm = registry.get_algorithm(estimator.algorithm or registry.default_algorithm(measure, "direct"))
         if algorithm.multiclass or type(algorithm).prepare is not Algorithm.prepare:
             raise ValueError(f"algorithm {algorithm.name!r} transforms the whole training data before it "
                              f"trains; partial_fit needs one that updates on any mini-batch")

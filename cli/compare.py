@@ -35,10 +35,11 @@ def compare(
     algorithm: Annotated[
         Optional[list[str]],
         typer.Option("--algorithm", "-a", help="A calopt algorithm to run; repeat for several "
-                     "(default: the measure's own solver and plugin).", show_default=False),
+                     "(default: the measure's own solver and lbfgs, the plug-in route).", show_default=False),
     ] = None,
-    epochs: Annotated[int, typer.Option("--epochs", "-e", min=1,
-                                        help="Passes of calopt's algorithms and of SGD.")] = 10,
+    epochs: Annotated[Optional[int], typer.Option(
+        "--epochs", "-e", min=1, show_default=False,
+        help="Passes of calopt's algorithms (default: chosen on held-out rows) and of SGD (default 10).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Random seed of every method (and of the split).")] = 0,
     positive: PositiveOpt = None,
     label_column: LabelColumnOpt = "-1",
@@ -49,7 +50,7 @@ def compare(
 ) -> None:
     """Compare calopt with scikit-learn's routes for a measure, on the same split.
 
-    Runs the measure's own solver and calopt's plug-in route (or the --algorithm list),
+    Runs the measure's own solver and calopt's plug-in route, lbfgs (or the --algorithm list),
     SGD on the logistic loss (scikit-learn's SGDClassifier, one pass at a time) and
     scikit-learn's TunedThresholdClassifierCV(LogisticRegression) tuned for the measure;
     prints each one's test value, TPR, TNR, fit seconds and passes over the training

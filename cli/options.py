@@ -20,14 +20,19 @@ __all__ = [
     "BackendOpt",
     "DeviceOpt",
     "DtypeOpt",
+    "EpochsOpt",
     "JsonOpt",
     "LossOpt",
+    "MaxEpochsOpt",
     "MeasureOpt",
+    "PatienceOpt",
     "PlotOpt",
     "PositiveOpt",
     "SeedOpt",
+    "SelectOpt",
     "echo_json",
     "epochs_text",
+    "selection_text",
     "json_text",
     "run_fields",
 ]
@@ -103,10 +108,38 @@ AlgorithmOpt = Annotated[
         "--algorithm",
         "-a",
         metavar="SPEC",
-        help="Training algorithm as a spec (spade, stamp:step=10, ...). "
+        help="Training algorithm as a spec (spade, stamp:step=10, ...), or auto: the measure's own solver "
+        "and the plug-in route (lbfgs) on the same held-out rows, keeping the better. "
         "See [bold]calopt list-algorithms[/bold].",
         autocompletion=_completer("algorithm"),
     ),
+]
+
+EpochsOpt = Annotated[
+    Optional[int],
+    typer.Option("--epochs", "-e", min=1, metavar="N", show_default=False,
+                 help="Passes over the training data. Default: until the held-out measure has not improved "
+                 "for --patience passes, at most --max-epochs (10 with --select none)."),
+]
+
+SelectOpt = Annotated[
+    str,
+    typer.Option("--select", metavar="RULE",
+                 help="How the settings (step, regularisation, passes, threshold) are chosen on rows the "
+                 "weights do not see: cv:K (K-fold cross-fitting), holdout:F (one stratified split) or none "
+                 "(the algorithm's own one-pass trial). auto: cv:5 below 500 rows in the smaller class, "
+                 "else holdout:0.2."),
+]
+
+PatienceOpt = Annotated[
+    int,
+    typer.Option("--patience", min=1, metavar="N",
+                 help="Stop when no candidate setting improved on the held-out rows for N passes."),
+]
+
+MaxEpochsOpt = Annotated[
+    int,
+    typer.Option("--max-epochs", min=1, metavar="N", help="The most passes a run with chosen passes makes."),
 ]
 
 BackendOpt = Annotated[
@@ -187,9 +220,21 @@ def run_fields(model: Any) -> dict[str, Any]:
     return {key: getattr(model, key) for key in ("measure", "algorithm", "loss")} | {
         "backend": model.options["backend"], "dtype": model.options["dtype"],
         "fit_seconds": model.fit_seconds, "epochs": model.options["epochs"],
-        "batch_size": model.options["batch_size"]}
+        "batch_size": model.options["batch_size"]} | (
+        {"selection": model.options["selection"]} if model.options.get("selection") else {})
 
 
 def epochs_text(epochs: int) -> str:
     """``1 epoch``, ``10 epochs``: for table captions."""
     return f"{epochs} epoch{'' if epochs == 1 else 's'}"
+
+
+def selection_text(selection: dict[str, Any] | None, measure: str) -> str | None:
+    """What a run's settings selection chose, in a sentence (None without one)."""
+    if not selection:
+        return None
+    text = (f"chosen by {selection['rule']}: {selection['algorithm']} at {epochs_text(selection['epochs'])} "
+            f"of {selection['epochs_run']}, held-out {measure} {selection['value']:.4f}")
+    if selection.get("compared"):
+        text += "; compared " + ", ".join(f"{c['algorithm']} {c['value']:.4f}" for c in selection["compared"])
+    return text

@@ -28,21 +28,27 @@ from calopt.io import datasets
 from calopt.io.files import STDIN, Dataset, align_features, read_data
 from calopt.io.labels import label_text
 from calopt.models.linear import load_model
+from calopt.training.selection import MAX_EPOCHS, PATIENCE
 from calopt_cli.options import (
     AlgorithmOpt,
     BackendOpt,
     DeviceOpt,
     DtypeOpt,
+    EpochsOpt,
     JsonOpt,
     LossOpt,
+    MaxEpochsOpt,
     MeasureOpt,
+    PatienceOpt,
     PlotOpt,
     PositiveOpt,
     SeedOpt,
+    SelectOpt,
     echo_json,
     epochs_text,
     json_text,
     run_fields,
+    selection_text,
 )
 from calopt_cli.outputs import Output, check_outputs, write_text
 from calopt_cli.progress import epoch_progress
@@ -254,9 +260,10 @@ def train(
     backend: BackendOpt = "numpy",
     dtype: DtypeOpt = None,
     device: DeviceOpt = None,
-    epochs: Annotated[
-        int, typer.Option("--epochs", "-e", min=1, metavar="N", help="Passes over the training data.")
-    ] = 10,
+    epochs: EpochsOpt = None,
+    select: SelectOpt = "auto",
+    patience: PatienceOpt = PATIENCE,
+    max_epochs: MaxEpochsOpt = MAX_EPOCHS,
     batch_size: Annotated[
         Optional[int],
         typer.Option("--batch-size", min=1, metavar="N", help="Mini-batch size (default: n/100, from 32 to 1024)."),
@@ -328,7 +335,7 @@ def train(
             model = calopt.fit(
                 train_set.X, train_set.labels, measure=measure, algorithm=algorithm or None,
                 loss=loss or None, backend=backend, dtype=dtype, device=device, epochs=epochs,
-                batch_size=batch_size, seed=0 if seed is None else seed, positive=positive, callback=on_epoch,
+                select=select, patience=patience, max_epochs=max_epochs, batch_size=batch_size, seed=0 if seed is None else seed, positive=positive, callback=on_epoch,
                 eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
                 checkpoint=checkpoint_output.path if checkpoint_output is not None else None,
                 checkpoint_every=checkpoint_every, resume=resume,
@@ -371,6 +378,9 @@ def train(
     table.caption = (f"{model.options['backend']}, {epochs_text(model.options['epochs'])}{rank}, "
                      f"fit in {model.fit_seconds:.2f} s")
     console.print(table)
+    chosen = selection_text(model.options.get("selection"), model.measure)
+    if chosen:
+        console.print(chosen)
     if "per_class" in summaries[0][1]:
         console.print(_per_class_table(f"{model.measure} per class (one-vs-rest)",
                                        [(name, summary["per_class"]) for name, summary in summaries]))

@@ -324,13 +324,14 @@ def test_integer_sample_weights_equal_repeated_rows(spec, measure, loss):
 
 def test_fit_with_integer_weights_equals_fit_on_repeated_rows_for_gd():
     """calopt.fit (scaling, gd's exact gradient and constant M, the threshold tuned with the
-    weights) on weighted rows equals the fit on the rows repeated; uniform weights change nothing."""
+    weights) on weighted rows equals the fit on the rows repeated; uniform weights change nothing.
+    Without cross-fitting: folds put a row's copies apart (uniform weights are checked with it)."""
     X, y = _dataset(n=120, d=3, seed=8, positive_rate=0.35)
     X[:, 0] += y
     counts = np.random.default_rng(2).integers(1, 5, size=120)
-    weighted = calopt.fit(X, y, algorithm="gd", measure="f1", epochs=30, sample_weight=counts)
+    weighted = calopt.fit(X, y, algorithm="gd", measure="f1", epochs=30, select="none", sample_weight=counts)
     repeated = calopt.fit(np.repeat(X, counts, axis=0), np.repeat(y, counts), algorithm="gd", measure="f1",
-                          epochs=30)
+                          epochs=30, select="none")
     np.testing.assert_allclose(weighted.coef, repeated.coef, rtol=1e-9)
     assert weighted.intercept == pytest.approx(repeated.intercept, rel=1e-9)
     plain = calopt.fit(X, y, algorithm="gd", measure="f1", epochs=5)

@@ -33,7 +33,7 @@ from calopt.models.archive import _checksum
 from calopt_cli.app import app
 
 runner = CliRunner()
-FAST = ["--epochs", "1", "--no-progress"]
+FAST = ["--epochs", "2", "--no-progress"]
 #: A case: the folder it runs in (templates copied in) -> argv, or (argv, stdin text).
 Build = Callable[[Path], Any]
 
@@ -465,7 +465,7 @@ PARAMETER_CASES: dict[str, tuple[Build, list[str]]] = {
     "an unknown measure": (lambda d: ["train", "train.svm", "-m", "gmaen", *FAST], ["did you mean 'gmean'"]),
     "stamp:epochs=20": (lambda d: ["train", "train.svm", "-a", "stamp:epochs=20", *FAST], ["no parameter 'epochs'"]),
     "spade for f1": (lambda d: ["train", "train.svm", "-a", "spade", "-m", "f1", *FAST], ["concave"]),
-    "squared loss for gmean": (lambda d: ["train", "train.svm", "-l", "squared", "-m", "gmean", *FAST], ["reward"]),
+    "squared loss for gmean": (lambda d: ["train", "train.svm", "-l", "squared", "-m", "gmean", "-a", "spade", *FAST], ["reward"]),
     "an unknown backend": (lambda d: ["train", "train.svm", "-b", "nump", *FAST], ["did you mean 'numpy'"]),
     "--dtype float16": (lambda d: ["train", "train.svm", "--dtype", "float16", *FAST], ["float16"]),
     "a GPU device for numpy": (lambda d: ["train", "train.svm", "--device", "cuda:0", *FAST], ["cuda:0"]),

@@ -43,14 +43,14 @@ def comparison():
 def test_each_method_is_scored_as_scikit_learn_scores_it_by_hand(comparison):
     X, y, X_test, y_test = _split()
     runs = {run.method.split(":")[0]: run for run in comparison.runs}
-    assert list(runs) == ["calopt stamp", "calopt plugin", "sklearn SGD, log loss", "sklearn tuned-threshold LR"]
+    assert list(runs) == ["calopt stamp", "calopt lbfgs", "sklearn SGD, log loss", "sklearn tuned-threshold LR"]
 
     def check(run, predicted):
         assert run.value == pytest.approx(f1_score(y_test, predicted))
         assert run.tpr == pytest.approx(recall_score(y_test, predicted, pos_label=1))
         assert run.tnr == pytest.approx(recall_score(y_test, predicted, pos_label=0))
 
-    for algorithm in ("stamp", "plugin"):
+    for algorithm in ("stamp", "lbfgs"):
         model = calopt.fit(X, y, measure="f1", algorithm=algorithm, epochs=4, seed=0)
         check(runs[f"calopt {algorithm}"], model.predict(X_test))
         assert runs[f"calopt {algorithm}"].passes == 4
@@ -161,7 +161,7 @@ def test_cli_compare_writes_a_png_and_json(files):
     report = json.loads(result.stdout)
     assert report["measure"] == "gmean" and report["plot"] == str(out)
     assert [m["method"].split(":")[0] for m in report["methods"]] == [
-        "calopt spade", "calopt plugin", "sklearn SGD, log loss", "sklearn tuned-threshold LR"]
+        "calopt spade", "calopt lbfgs", "sklearn SGD, log loss", "sklearn tuned-threshold LR"]
     assert set(report["methods"][0]) >= {"value", "tpr", "tnr", "seconds", "passes", "curve"}
     assert _png_size(out) == (round(3 * plotting.PANEL_WIDTH * plotting.DPI), round(plotting.HEIGHT * plotting.DPI))
     assert not list(files.glob(".out.png.*"))  # written atomically: no temporary file left

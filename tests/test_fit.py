@@ -173,7 +173,7 @@ def test_model_trained_on_numpy_predicts_on_array_api_strict(tmp_path):
 
 def test_corrupt_newer_and_foreign_model_files_are_rejected(tmp_path):
     X, y = _separable()
-    model = calopt.fit(X, y, measure="f1", epochs=1)
+    model = calopt.fit(X, y, measure="f1", epochs=2)
     good = tmp_path / "good.npz"
     model.save(good)
     truncated = tmp_path / "truncated.npz"

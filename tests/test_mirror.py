@@ -268,7 +268,7 @@ def test_aggregate_is_the_theta_weighted_linear_model():
     cuts = np.sort(np.unique(combined))
     best = max(f1_score(y, np.where(combined > c, 1.0, -1.0)) for c in (cuts[:-1] + cuts[1:]) / 2)
     assert model.score(X, y) == pytest.approx(best)
-    assert model.algorithm.startswith("mirror-descent") and "signed=False" in model.algorithm
+    assert model.algorithm.startswith("mirror-descent") and "signed=false" in model.algorithm
     assert [row["epoch"] for row in model.history] == [1, 2, 3]
 
 
@@ -388,7 +388,7 @@ def saved(tmp_path_factory):
         model.save(folder / f"{name}.npz")
         paths.append(folder / f"{name}.npz")
     dump_svmlight_file(data.X[3000:5000], data.labels[3000:5000], str(folder / "agg.svm"))
-    narrow = calopt.fit(np.random.default_rng(0).normal(size=(50, 4)), np.tile([1, -1], 25), epochs=1)
+    narrow = calopt.fit(np.random.default_rng(0).normal(size=(50, 4)), np.tile([1, -1], 25), epochs=2)
     narrow.save(folder / "narrow.npz")
     return folder, paths
 

@@ -182,13 +182,14 @@ def test_cli_train_reports_top_k_and_per_class_measures(letters_csv):
                                  "--measure", "gmean", "--json", "-o", str(out)])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["algorithm"] == "slnd" and report["classes"] == list("ABCDEF")
+    assert report["algorithm"] == "multinomial" and report["classes"] == list("ABCDEF")
     test = report["test"]
     assert set(test) >= {"top1", "top5", "per_class", "macro", "measure"}
     assert test["measure"] == "gmean" and set(test["per_class"]) == set("ABCDEF")
     assert test["macro"] == pytest.approx(np.mean(list(test["per_class"].values())))
     assert 0.7 < test["top1"] <= test["top5"] <= 1.0
-    assert len(report["history"]) == 10 and "test" in report["history"][-1]
+    assert len(report["history"]) == report["epochs"] and "test" in report["history"][-1]
+    assert report["status"].startswith("converged after")
     model = load_model(out)
     X_test = np.loadtxt(letters_csv / "test.csv", delimiter=",", usecols=range(4))
     y_test = np.loadtxt(letters_csv / "test.csv", delimiter=",", usecols=4, dtype=str)
@@ -212,3 +213,74 @@ def test_cli_train_prints_tables_and_refuses_binary_options(letters_csv):
     assert refused.exit_code == 2
     assert "calopt: error: positive='A': a positive class is for two-class labels" in refused.stderr
     assert "6 classes" in refused.stderr
+
+
+# -- the default multiclass solver: the multinomial objective of LogisticRegression ---------------
+@pytest.mark.parametrize("sparse, weighted", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("C", [0.1, 1.0])
+def test_multinomial_reaches_logistic_regression(C, sparse, weighted):
+    """Run to convergence, ``multinomial`` minimises the softmax loss + ‖W‖²/(2C) exactly as
+    scikit-learn's multiclass LogisticRegression(lbfgs) does: the same weights, intercepts
+    (both keep them summing to 0, the unpenalised direction the loss cannot see) and labels."""
+    import scipy.sparse
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _blobs(240, 5, 4, seed=11, spread=2.0, labels=list("pqrs"))
+    weight = np.random.default_rng(2).integers(1, 4, y.size).astype(float) if weighted else None
+    X_in = scipy.sparse.csr_matrix(X) if sparse else X
+    model = calopt.fit(X_in, y, algorithm=f"multinomial:C={C},tol=0", epochs=200, select="none", scale=False,
+                       sample_weight=weight)
+    # calopt rescales the weights to mean 1: the same objective as C·mean(weight) in scikit-learn's sum
+    scale = 1.0 if weight is None else float(np.mean(weight))
+    reference = LogisticRegression(C=C / scale, tol=1e-12, max_iter=10_000).fit(X, y, sample_weight=weight)
+    assert model.classes == tuple(reference.classes_)
+    np.testing.assert_allclose(model.coef, reference.coef_.T, atol=1e-5)
+    np.testing.assert_allclose(model.intercept, reference.intercept_, atol=1e-5)
+    np.testing.assert_array_equal(model.predict(X), reference.predict(X))
+
+
+def test_multinomial_stops_at_scikit_learns_tolerance():
+    """With ``tol`` (default 1e-4, scikit-learn's) training ends by itself once max |∇f| is that
+    small, well before the cap, and the model then matches LogisticRegression's at its tol."""
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _blobs(300, 4, 3, seed=4, spread=2.5)
+    model = calopt.fit(X, y, algorithm="multinomial", epochs=500, select="none", scale=False)
+    assert len(model.history) < 500 and model.status == 0 and model.message.startswith("converged")
+    reference = LogisticRegression().fit(X, y)
+    np.testing.assert_allclose(model.coef, reference.coef_.T, atol=5e-3)
+
+
+MULTICLASS_ONLY = [entry.name for entry in calopt.list_algorithms() if not entry.component.binary]
+
+
+@pytest.mark.parametrize("name", MULTICLASS_ONLY)
+def test_multiclass_only_algorithms_match_numpy_on_every_backend(name, backend):
+    """The conformance of test_conformance.py for the algorithms that train every class at once:
+    the same model on every backend's own arrays, the input left as it was."""
+    X, labels = _blobs(240, 5, 4, seed=13)
+    X_host = X.copy()
+    X_in = backend.asarray(X)
+    reference = calopt.fit(X, labels, algorithm=name, epochs=4, batch_size=16, select="none")
+    model = calopt.fit(X_in, labels, algorithm=name, epochs=4, batch_size=16, select="none")
+    assert model.options["backend"] == backend.backend.name
+    np.testing.assert_allclose(model.coef, reference.coef, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(model.intercept, reference.intercept, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(model.predict(X), reference.predict(X))
+    np.testing.assert_array_equal(backend.to_numpy(X_in), X_host)
+
+
+@pytest.mark.parametrize("device, dtype", [("device1", "float64"), ("no_float64", "float32")])
+@pytest.mark.parametrize("name", MULTICLASS_ONLY)
+def test_multiclass_only_algorithms_keep_to_the_data_device(name, device, dtype):
+    """On array-api-strict's second device, or one without float64, they train there and reach
+    NumPy's model in that dtype."""
+    strict = pytest.importorskip("array_api_strict")
+    X, labels = _blobs(240, 5, 4, seed=13)
+    on = strict.Device(device)
+    model = calopt.fit(strict.asarray(X.astype(dtype), device=on), labels, algorithm=name, epochs=4, seed=1)
+    assert model.status >= 0, model.message
+    reference = calopt.fit(X.astype(dtype), labels, algorithm=name, epochs=4, seed=1)
+    rtol = 1e-9 if dtype == "float64" else 1e-4
+    np.testing.assert_allclose(model.coef, reference.coef, rtol=rtol, atol=rtol)
+    assert model.decision_function(strict.asarray(X.astype(dtype), device=on)).device == on

@@ -173,7 +173,7 @@ def test_duplicate_of_a_builtin_names_calopt():
             calopt.get_measure("gmean")
         assert "'calopt'" in str(excinfo.value) and "'impostor'" in str(excinfo.value)
         X = np.random.default_rng(0).normal(size=(200, 3))
-        model = calopt.fit(X, X[:, 0] > 0.5, measure="qmean", epochs=1)  # other concave names still train
+        model = calopt.fit(X, X[:, 0] > 0.5, measure="qmean", epochs=2)  # other concave names still train
         assert model.measure == "qmean"
 
 
@@ -255,26 +255,30 @@ def test_a_component_missing_its_methods_is_skipped_with_one_warning():
 
 
 def test_defaults_come_from_the_plugins_and_a_duplicate_breaks_only_its_own_key():
-    assert calopt.registry.default_algorithm(calopt.get_measure("gmean")) == "spade"
-    assert calopt.registry.default_algorithm(calopt.get_measure("f1")) == "stamp"
-    assert calopt.registry.default_algorithm(calopt.get_measure("f1"), "multiclass") == "slnd"
+    assert calopt.registry.default_algorithm(calopt.get_measure("gmean")) == "lbfgs"
+    assert calopt.registry.default_algorithm(calopt.get_measure("gmean"), "direct") == "spade"
+    assert calopt.registry.default_algorithm(calopt.get_measure("f1"), "direct") == "stamp"
+    assert calopt.registry.default_algorithm(calopt.get_measure("f1"), "multiclass") == "multinomial"
     assert calopt.registry.default_loss(calopt.get_algorithm("slnd")) == "calibrated-hinge"
 
     class Rival:
         @calopt.hookimpl
         def register_default_algorithms(self, register):
-            register("plugin", family="concave")
+            register("plugin", task="direct", family="concave")
 
         @calopt.hookimpl
         def register_default_losses(self, register):
             register("exponential", algorithm="toy-algorithm")
 
     with registered(Rival(), "rival"):
-        with pytest.warns(PluginLoadWarning, match="the default algorithm for binary problems of concave measures"):
+        with pytest.warns(PluginLoadWarning, match="the direct solver of concave measures"):
             calopt.list_algorithms()
         with pytest.raises(calopt.RegistryError, match="registered by both 'calopt' and 'rival'"):
-            calopt.registry.default_algorithm(calopt.get_measure("gmean"))
-        assert calopt.registry.default_algorithm(calopt.get_measure("f1")) == "stamp"
+            calopt.registry.default_algorithm(calopt.get_measure("gmean"), "direct")
+        with pytest.raises(calopt.RegistryError, match="registered by both 'calopt' and 'rival'"):
+            calopt.fit(np.eye(4), [0, 1, 0, 1], measure="gmean", algorithm="auto")
+        assert calopt.registry.default_algorithm(calopt.get_measure("f1"), "direct") == "stamp"
+        assert calopt.registry.default_algorithm(calopt.get_measure("gmean")) == "lbfgs"
         X = np.random.default_rng(0).normal(size=(200, 3))
         assert calopt.fit(X, X[:, 0] > 0, measure="gmean", algorithm="spade", epochs=1).measure == "gmean"
 
@@ -332,11 +336,11 @@ def test_calopt_load_plugins_filters_third_party_plugins_only(broken_plugin_path
 
 
 def test_the_cli_trains_with_no_third_party_plugin():
-    done = subprocess.run([sys.executable, "-m", "calopt_cli", "train", "--json", "--epochs", "1"],
+    done = subprocess.run([sys.executable, "-m", "calopt_cli", "train", "--json", "--epochs", "2"],
                           capture_output=True, text=True, env=clean_env(CALOPT_LOAD_PLUGINS=""), timeout=300)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["algorithm"].startswith("stamp") and result["loss"] == "hinge"
+    assert result["algorithm"].startswith("lbfgs") and result["loss"] == "logistic"
     assert 0.5 < result["test"]["value"] < 1
 
 

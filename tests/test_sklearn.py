@@ -55,8 +55,8 @@ SGD_EXPECTED_FAILURES = {
     for check in ("check_sample_weight_equivalence_on_dense_data", "check_sample_weight_equivalence_on_sparse_data")
 }
 ESTIMATORS = [
-    CaloptClassifier(),  # binary: STAMP for F1; multiclass: SLND
-    CaloptClassifier(algorithm="gd"),  # deterministic: passes the sample-weight equivalence checks
+    CaloptClassifier(),  # binary: STAMP for F1, settings cross-fitted; multiclass: multinomial L-BFGS
+    CaloptClassifier(algorithm="gd", select="none"),  # deterministic, no folds: passes the sample-weight checks
     CaloptClassifier(measure="gmean"),  # SPADE
     CaloptClassifier(measure="gmean", algorithm="plugin"),  # the plug-in route (a held-out threshold)
 ]
@@ -70,8 +70,9 @@ def _scipy_array_api(monkeypatch):
 
 
 def expected_failed_checks(estimator: CaloptClassifier) -> dict[str, str]:
-    """None for gd (deterministic, full batch: it passes the sample-weight checks), else SGD's."""
-    return {} if estimator.algorithm == "gd" else SGD_EXPECTED_FAILURES
+    """None for gd without folds (deterministic, full batch: it passes the sample-weight checks), else
+    SGD's (with folds, a row's k copies also fall in different folds, as in any cross-validation)."""
+    return {} if (estimator.algorithm, estimator.select) == ("gd", "none") else SGD_EXPECTED_FAILURES
 
 
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
@@ -104,7 +105,7 @@ def test_fit_is_calopt_fit(measure, algorithm):
     np.testing.assert_array_equal(estimator.predict(X), model.predict(X))
     assert estimator.coef_.shape == (1, 8) and estimator.intercept_.shape == (1,)
     assert estimator.model_.algorithm == model.algorithm
-    assert estimator.n_iter_ == 10
+    assert estimator.n_iter_ == model.options["epochs"] >= 1
 
 
 def test_multiclass_is_one_vs_rest_as_calopt_fit():
@@ -208,15 +209,16 @@ def test_errors_are_scikit_learn_value_errors():
 # -- sample weights ----------------------------------------------------------------------------
 @pytest.mark.parametrize("classes", [2, 3])
 def test_integer_weights_equal_repeated_rows_for_gd(classes):
-    """gd is deterministic: a row of weight k is k copies of the row, and weight 0 leaves it out."""
+    """gd is deterministic: a row of weight k is k copies of the row, and weight 0 leaves it out
+    (without cross-fitting: folds would put a row's copies apart)."""
     X, y = make_classification(n_samples=60, n_features=5, n_informative=4, n_redundant=0, n_classes=classes,
                                random_state=2)
     weights = np.random.default_rng(4).integers(0, 4, y.size)
-    weighted = CaloptClassifier(algorithm="gd", epochs=30, random_state=0).fit(X, y, sample_weight=weights)
-    repeated = CaloptClassifier(algorithm="gd", epochs=30, random_state=0).fit(
+    weighted = CaloptClassifier(algorithm="gd", epochs=30, select="none", random_state=0).fit(X, y, sample_weight=weights)
+    repeated = CaloptClassifier(algorithm="gd", epochs=30, select="none", random_state=0).fit(
         np.repeat(X, weights, axis=0), np.repeat(y, weights))
     np.testing.assert_allclose(weighted.decision_function(X), repeated.decision_function(X), rtol=1e-9, atol=1e-9)
-    unweighted = CaloptClassifier(algorithm="gd", epochs=30, random_state=0).fit(X, y)
+    unweighted = CaloptClassifier(algorithm="gd", epochs=30, select="none", random_state=0).fit(X, y)
     assert not np.allclose(unweighted.decision_function(X), weighted.decision_function(X))
 
 
@@ -299,10 +301,10 @@ def test_partial_fit_pickles_mid_stream():
 class _WithThresholdOption(CaloptClassifier):
     """What adding a calopt.fit option takes: a constructor parameter of the same name."""
 
-    def __init__(self, measure="f1", *, algorithm=None, loss=None, epochs=10, batch_size=None, backend=None,
-                 random_state=None, tune_threshold=True):
-        super().__init__(measure, algorithm=algorithm, loss=loss, epochs=epochs, batch_size=batch_size,
-                         backend=backend, random_state=random_state)
+    def __init__(self, measure="f1", *, algorithm=None, loss=None, epochs=None, select="auto", patience=20,
+                 max_epochs=100, batch_size=None, backend=None, random_state=None, tune_threshold=True):
+        super().__init__(measure, algorithm=algorithm, loss=loss, epochs=epochs, select=select, patience=patience,
+                         max_epochs=max_epochs, batch_size=batch_size, backend=backend, random_state=random_state)
         self.tune_threshold = tune_threshold
 
 

@@ -258,8 +258,9 @@ def test_binary_slnd_through_fit_is_the_positive_class_against_the_rest():
 def test_multiclass_slnd_is_the_same_on_other_backends(name):
     pytest.importorskip("torch" if name == "torch" else "array_api_strict")
     X, labels = _blobs(240, 5, 4, seed=13)
-    reference = calopt.fit_multiclass(X, labels, epochs=3, batch_size=16)
-    other = calopt.fit_multiclass(calopt.get_backend(name).asarray(X), labels, epochs=3, batch_size=16)
+    reference = calopt.fit_multiclass(X, labels, algorithm="slnd", epochs=3, batch_size=16)
+    other = calopt.fit_multiclass(calopt.get_backend(name).asarray(X), labels, algorithm="slnd", epochs=3,
+                                  batch_size=16)
     np.testing.assert_allclose(other.coef, reference.coef, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(other.intercept, reference.intercept, rtol=1e-8, atol=1e-10)
 
@@ -268,7 +269,7 @@ def test_slnd_beats_chance_by_far_on_letter_sized_data():
     """26 classes, 16 features, 20,000 rows (the size of letter): chance is 1/26 ≈ 0.04."""
     X, labels = _blobs(20_000, 16, 26, seed=14, spread=2.2)
     train, test = slice(0, 14_000), slice(14_000, None)
-    model = calopt.fit_multiclass(X[train], labels[train], eval_set=(X[test], labels[test]))
+    model = calopt.fit_multiclass(X[train], labels[train], algorithm="slnd", eval_set=(X[test], labels[test]))
     assert model.options["rank"] == 17
     top1 = model.top_k_accuracy(X[test], labels[test], 1)
     assert top1 > 0.6

@@ -99,7 +99,10 @@ class ArrayReader:
     def epoch(self, batch_size: int, rng: np.random.Generator | None) -> Iterator[Batch]:
         xp, X, y, weight, order = self.xp, self.X, self.y, self.weight, None
         if rng is not None:
-            order = rng.permutation(self.n_samples)
+            order = rng.permutation(self.n_samples)  # drawn even when unused: the same stream either way
+        if order is not None and batch_size >= self.n_samples:
+            order = None  # one batch: its row order would change nothing but the order of its sums
+        if order is not None:
             index = xp.asarray(order, device=self.device)
             if not is_sparse(X) and (batch_size >= GATHER_BATCH_ROWS or _nbytes(X, xp) >= BATCH_GATHER_BYTES):
                 yield from _gathered_batches(X, y, weight, index, batch_size, xp)
@@ -114,7 +117,7 @@ class ArrayReader:
         n = self.n_samples
         for start in range(0, n, batch_size):
             stop = min(start + batch_size, n)  # the standard leaves out-of-bounds stops undefined
-            yield Batch(X[start:stop, :], y[start:stop], None if weight is None else weight[start:stop])
+            yield Batch(X[start:stop, :], y[start:stop, ...], None if weight is None else weight[start:stop, ...])
 
     def full(self) -> Batch:
         return Batch(self.X, self.y, self.weight)
@@ -182,7 +185,7 @@ def _sparse_batches(
             first, last = indptr[start], indptr[stop]
             rows = type(X)((data[first:last], indices[first:last], indptr[start:stop + 1] - first),
                            shape=(stop - start, d))
-        yield Batch(rows, y[start:stop], None if weight is None else weight[start:stop])
+        yield Batch(rows, y[start:stop, ...], None if weight is None else weight[start:stop, ...])
 
 
 def _csr_rows(X: Any, order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

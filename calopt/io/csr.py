@@ -21,9 +21,9 @@ import numpy as np
 import scipy.sparse
 
 try:  # scipy's own C++ product loops, without the checks of its public operators
-    from scipy.sparse._sparsetools import csc_matvec, csr_matvec
+    from scipy.sparse._sparsetools import csc_matvec, csc_matvecs, csr_matvec, csr_matvecs
 except ImportError:  # pragma: no cover - a SciPy that moved them: its public operators instead
-    csc_matvec = csr_matvec = None
+    csc_matvec = csr_matvec = csc_matvecs = csr_matvecs = None
 
 __all__ = ["CsrRows", "fast_products"]
 
@@ -38,7 +38,8 @@ class CsrRows:
     slice ``indptr`` of its row pointers (not rebased): a (len(indptr) − 1) × d batch.
 
     ``X @ v`` and ``X.T @ v`` for a 1-D NumPy array ``v`` of the data's dtype return new
-    1-D arrays; anything else is delegated to :meth:`tocsr`. Built by
+    1-D arrays, and for a C-contiguous 2-D one (the weights of stacked models) new 2-D
+    arrays; anything else is delegated to :meth:`tocsr`. Built by
     :class:`calopt.io.batches.ArrayReader` only when :func:`fast_products` holds.
     """
 
@@ -78,12 +79,18 @@ class CsrRows:
         return self.tocsr().toarray()
 
     def _takes(self, v: Any) -> bool:
-        return type(v) is np.ndarray and v.ndim == 1 and v.dtype == self.data.dtype and v.flags.c_contiguous
+        return type(v) is np.ndarray and v.ndim in (1, 2) and v.dtype == self.data.dtype and v.flags.c_contiguous
 
     def __matmul__(self, other: Any) -> Any:
         if self._takes(other) and other.shape[0] == self.shape[1]:
-            out = np.zeros(self.shape[0], dtype=self.data.dtype)
-            csr_matvec(self.shape[0], self.shape[1], self.indptr, self.indices, self.data, other, out)
+            rows, columns = self.shape
+            if other.ndim == 1:
+                out = np.zeros(rows, dtype=self.data.dtype)
+                csr_matvec(rows, columns, self.indptr, self.indices, self.data, other, out)
+            else:
+                out = np.zeros((rows, other.shape[1]), dtype=self.data.dtype)
+                csr_matvecs(rows, columns, other.shape[1], self.indptr, self.indices, self.data, other.ravel(),
+                            out.ravel())
             return out
         return self.tocsr() @ _unwrap(other)
 
@@ -127,8 +134,13 @@ class _TransposedRows:
     def __matmul__(self, other: Any) -> Any:
         rows = self.rows
         if rows._takes(other) and other.shape[0] == rows.shape[0]:
-            out = np.zeros(rows.shape[1], dtype=rows.data.dtype)
-            csc_matvec(rows.shape[1], rows.shape[0], rows.indptr, rows.indices, rows.data, other, out)
+            n, d = rows.shape
+            if other.ndim == 1:
+                out = np.zeros(d, dtype=rows.data.dtype)
+                csc_matvec(d, n, rows.indptr, rows.indices, rows.data, other, out)
+            else:
+                out = np.zeros((d, other.shape[1]), dtype=rows.data.dtype)
+                csc_matvecs(d, n, other.shape[1], rows.indptr, rows.indices, rows.data, other.ravel(), out.ravel())
             return out
         return rows.tocsr().T @ _unwrap(other)
 

@@ -21,6 +21,7 @@ and the models of the classes already finished.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -175,10 +176,13 @@ class Checkpoint:
     #: class's own run ``options`` and ``fingerprint``, and the ``finished`` classes' models
     #: (their coefficients in ``arrays["finished.coef"]``). None for any other run.
     one_vs_rest: dict[str, Any] | None = None
+    #: What the settings selection chose (its report, :meth:`calopt.training.selection.Selection.report`),
+    #: so a resumed run does not select again; None without selection.
+    selection: dict[str, Any] | None = None
 
     @classmethod
     def capture(cls, position: Any, algorithm: Any, *, options: dict[str, Any],
-                fingerprint: dict[str, Any]) -> Checkpoint:
+                fingerprint: dict[str, Any], selection: dict[str, Any] | None = None) -> Checkpoint:
         """Copy a loop position (a :class:`calopt.training.loop.LoopResult`) to the host."""
         arrays: dict[str, np.ndarray] = {}
         state = _encode(position.state, arrays, "state")
@@ -187,11 +191,15 @@ class Checkpoint:
             start = _encode(position.epoch_start_state, arrays, "start")
         return cls(algorithm.name, dict(algorithm.params), state, int(position.epochs),
                    int(position.batch), position.rng_state, list(position.history),
-                   float(position.seconds), options, fingerprint, start, arrays, __version__)
+                   float(position.seconds), options, fingerprint, start, arrays, __version__,
+                   selection=selection)
 
     # -- resuming -------------------------------------------------------------------
-    def make_algorithm(self) -> Any:
-        """The algorithm, with the parameters (and step) of the interrupted run."""
+    def make_algorithm(self, like: Any = None) -> Any:
+        """The algorithm with the parameters (the step chosen included) of the interrupted run:
+        ``like`` (the run's own algorithm object) with them, else the registered one by name."""
+        if like is not None and like.name == self.algorithm:
+            return dataclasses.replace(like, **self.algorithm_params)
         return registry.get("algorithm", self.algorithm, **self.algorithm_params)
 
     def check(self, options: dict[str, Any], fingerprint: dict[str, Any]) -> None:
@@ -252,6 +260,7 @@ class Checkpoint:
             "options": self.options,
             "fingerprint": self.fingerprint,
             "one_vs_rest": self.one_vs_rest,
+            "selection": self.selection,
         }
 
     def save(self, path: str | os.PathLike) -> None:
@@ -283,6 +292,7 @@ class Checkpoint:
                 version=str(metadata["calopt_version"]),
                 source=str(path),
                 one_vs_rest=metadata.get("one_vs_rest"),
+                selection=metadata.get("selection"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFileError(f"{path}: incomplete checkpoint metadata ({exc})") from None
@@ -315,6 +325,7 @@ def run_resumable(
     checkpoint_every: int | None = None,
     resume: Checkpoint | None = None,
     interrupt: Callable[[], bool] | None = None,
+    selection: dict[str, Any] | None = None,
 ) -> Any:
     """:func:`calopt.training.loop.run` with checkpoints; the loop's result unless interrupted.
 
@@ -330,7 +341,8 @@ def run_resumable(
             saved.save(checkpoint)
 
     def capture(position: Any) -> Checkpoint:
-        return Checkpoint.capture(position, algorithm, options=options, fingerprint=fingerprint())
+        return Checkpoint.capture(position, algorithm, options=options, fingerprint=fingerprint(),
+                                  selection=selection)
 
     result = run(algorithm, problem, reader, epochs=epochs, seed=seed, record=record, callback=callback,
                  interrupt=interrupt,

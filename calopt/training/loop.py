@@ -55,10 +55,10 @@ class Trainer:
     """
 
     algorithm: Algorithm
+    parts: tuple[Any, ...] = field(init=False, repr=False)
 
-    @property
-    def parts(self) -> tuple[Any, ...]:
-        return self.algorithm.parts()
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", tuple(self.algorithm.parts()))  # built once, used every batch
 
     def init(self, problem: Problem) -> TrainerState:
         state = self.algorithm.init(problem)
@@ -148,6 +148,7 @@ def run(
     interrupt: Callable[[], bool] | None = None,
     checkpoint: Callable[[LoopResult], None] | None = None,
     checkpoint_every: int = 0,
+    stop_on_nonfinite: bool = True,
 ) -> LoopResult:
     """Run ``algorithm`` (composed with its parts, :class:`Trainer`) for ``epochs`` passes over ``reader``.
 
@@ -160,6 +161,8 @@ def run(
     mid-epoch with its history and time. ``interrupt()`` is checked after each batch;
     when true the loop stops with status INTERRUPTED. ``checkpoint(position)`` is
     called every ``checkpoint_every`` completed epochs while the loop goes on.
+    ``stop_on_nonfinite=False`` skips the finiteness check (stacked models: one diverging
+    candidate must not stop the others; the caller judges each).
     """
     xp = problem.xp
     trainer = Trainer(algorithm)
@@ -192,7 +195,7 @@ def run(
                                   history, done, epoch_rng_state, previous, trainer.weights(state))
         state = trainer.end_epoch(state, reader.full(), problem)
         w, b = trainer.weights(state)
-        finite = bool(xp.all(xp.isfinite(w)) & xp.all(xp.isfinite(b)))  # the epoch's one sync
+        finite = not stop_on_nonfinite or bool(xp.all(xp.isfinite(w)) & xp.all(xp.isfinite(b)))  # one sync
         seconds += time.perf_counter() - started
         epoch += 1
         if not finite:
@@ -203,7 +206,8 @@ def run(
         row: dict[str, float] = {"epoch": epoch, "seconds": seconds}
         if record is not None:
             row.update(record(info))
-        row.update({k: float(v) for k, v in trainer.describe_state(state).items()})
+        # per-model arrays of stacked runs are not history numbers
+        row.update({k: float(v) for k, v in trainer.describe_state(state).items() if getattr(v, "ndim", 0) == 0})
         history.append(row)
         if callback is not None:
             try:

@@ -37,15 +37,31 @@ import scipy.sparse
 from calopt import registry
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
-from calopt.backends import namespace
+from calopt.backends import device, namespace
 from calopt.errors import DataError, ModelFileError, ParameterError, TrainingError, TrainingInterrupted
 from calopt.io.labels import encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text
 from calopt.measures import Measure, confusion_counts
 from calopt.models.linear import LinearModel, MulticlassModel
 from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
 from calopt.training.loop import NONFINITE, EpochRecord, LoopResult
-from calopt.training.selection import choose_settings, stratified_split, take_rows
-from calopt.training.threshold import best_cut, best_threshold
+from calopt.training.selection import (
+    MAX_EPOCHS,
+    PATIENCE,
+    Arm,
+    Rule,
+    Selector,
+    choose_settings,
+    fold_weights,
+    foldable,
+    folds_of,
+    given_parameters,
+    grid_of,
+    parse_rule,
+    resolve_rule,
+    stratified_split,
+    take_rows,
+)
+from calopt.training.threshold import best_cut, threshold_at_share
 from calopt.version import __version__
 
 __all__ = ["BinaryTask", "MulticlassTask", "Prepared", "Trained", "default_batch_size", "fit", "fit_multiclass",
@@ -53,6 +69,8 @@ __all__ = ["BinaryTask", "MulticlassTask", "Prepared", "Trained", "default_batch
 
 Array = Any
 Callback = Callable[[EpochRecord], None]
+#: Passes when they are not chosen on held-out data (``select="none"``) and not given.
+DEFAULT_EPOCHS = 10
 
 
 def resolve_backend(X: Any, backend: str | None, dtype: str | None, device: Any) -> Backend:
@@ -62,8 +80,11 @@ def resolve_backend(X: Any, backend: str | None, dtype: str | None, device: Any)
     return get_backend(backend, dtype=dtype or ("float32" if backend == "cupy" else "float64"), device=device)
 
 
-def default_batch_size(n_samples: int) -> int:
-    """Mini-batch size from the data size: n/100, between 32 and 1024."""
+def default_batch_size(n_samples: int, algorithms: list[Algorithm] = ()) -> int:
+    """Mini-batch size from the data size: n/100, between 32 and 1024; the whole data when
+    every algorithm trained is a full-batch one (its batches only accumulate a pass)."""
+    if algorithms and all(algorithm.full_batch for algorithm in algorithms):
+        return max(1, int(n_samples))
     return int(min(1024, max(32, n_samples // 100)))
 
 
@@ -156,10 +177,12 @@ class Trained:
     b: Any  #: a float, or (C,)
     threshold: float  #: subtracted from the scores (0 for one-vs-rest trained together)
     algorithm: Algorithm  #: with the settings chosen
+    loss: Any  #: the loss it trained with
     result: LoopResult
     batch_size: int
     seconds: float  #: solver time (setting selection, loop and threshold; no recording)
     reader: Any  #: what served the loop (SLND's reports its rank)
+    selection: dict[str, Any] | None = None  #: what the settings selection chose (its report)
 
 
 Rows = tuple[Any, Array, Array | None]  # features, labels ±1 and sample weights (or None), on the backend
@@ -178,13 +201,24 @@ class BinaryTask:
         self.measure, self.train, self.evaluation = measure, train, evaluation
         self.tune = train if tune is None else tune
         self.tune_threshold = tune_threshold
+        #: The share of the held-out rows predicted positive at the threshold the settings selection
+        #: chose on them: the model's threshold puts the same share of its training rows above it
+        #: (:func:`~calopt.training.threshold.threshold_at_share`) instead of tuning there.
+        self.share: float | None = None
+
+    def _cut(self, w: Array, b: Array) -> tuple[Array, Array | None]:
+        """The threshold (0-d) for (w, b) and, when tuned on the training rows, the value there."""
+        X, y, weight = self.tune
+        if self.share is not None:
+            return threshold_at_share(X @ w + b, self.share, weight), None
+        return best_cut(X @ w + b, y, self.measure, weight)
 
     def threshold(self, w: Array, b: Array) -> float:
-        """The decision threshold for (w, b): tuned for the measure, or 0."""
+        """The decision threshold for (w, b): at the positive share chosen on held-out data,
+        tuned for the measure, or 0."""
         if not self.tune_threshold:
             return 0.0
-        X, y, weight = self.tune
-        return best_threshold(X @ w + b, y, self.measure, weight)[0]
+        return float(self._cut(w, b)[0])
 
     def _value(self, w: Array, b: Array, X: Any, y: Array, weight: Array | None) -> Array:
         xp = namespace(y)
@@ -193,15 +227,18 @@ class BinaryTask:
         counts = confusion_counts(y, predictions, xp=xp, dtype=y.dtype, weight=weight)
         return self.measure.from_counts(*counts, xp=xp)
 
-    def record(self, w: Array, b: Array) -> dict[str, float]:
-        """The measure on the training (and test) data at this epoch's tuned threshold.
+    def record(self, w: Array, b: Array, *, share: float | None = None) -> dict[str, float]:
+        """The measure on the training (and test) data at this epoch's tuned threshold (or at the
+        positive ``share`` chosen on held-out rows: the settings selection's best so far).
 
         Tuned on the training rows, the training value is the best cut's own.
         """
         best = None
-        if self.tune_threshold:
-            X, y, weight = self.tune
-            threshold, best = best_cut(X @ w + b, y, self.measure, weight)
+        if share is not None:
+            X, _, weight = self.tune
+            b = b - threshold_at_share(X @ w + b, share, weight)
+        elif self.tune_threshold:
+            threshold, best = self._cut(w, b)
             b = b - threshold
         row = {"train": best if best is not None and self.tune is self.train else self._value(w, b, *self.train)}
         if self.evaluation is not None:
@@ -233,13 +270,17 @@ class MulticlassTask:
 def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, seed: int,
           run_options: dict[str, Any], kept: np.ndarray | None = None, callback: Callback | None = None,
           checkpoint: Any = None, checkpoint_every: int | None = None, resume: Checkpoint | None = None,
-          interrupt: Callable[[], bool] | None = None, started: float | None = None) -> Trained:
+          interrupt: Callable[[], bool] | None = None, started: float | None = None,
+          selector: Selector | None = None) -> Trained:
     """Choose settings, run the loop (resumable) and tune the threshold, on prepared data.
 
     ``kept`` indexes the rows the weights may see (all when None; the plug-in holds the
     rest out for its threshold); ``task`` gives the threshold and the history row of
     each epoch (binary measure or multiclass top-1). ``run_options`` are what a resumed
-    run must repeat.
+    run must repeat. With a ``selector`` (:class:`~calopt.training.selection.Selector`)
+    the loop runs the settings selection, whose best candidate's refit model is the
+    model, thresholded at the positive share chosen on held-out rows; without one,
+    binary problems get the one-pass step trial (``select="none"``).
     """
     started = time.perf_counter() if started is None else started
     backend = data.backend
@@ -247,35 +288,58 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
     train_X, train_y = (data.X, data.y) if all_rows else (take_rows(data.X, kept, backend),
                                                           backend.asarray(data.y_host[kept]))
     train_weight = data.rows_weight(None if all_rows else kept)
-    algorithm.check_problem(problem)
+    runner = algorithm if selector is None else selector
+    runner.check_problem(problem)
     fingerprint = functools.cache(lambda: data_fingerprint(data.X, data.y_host, backend, data.scale, data.weight))
-    if resume is not None:  # the settings chosen by the interrupted run
+    if resume is not None:  # the settings chosen by the interrupted run (a selection run: its state)
         resume.check(run_options, fingerprint())
-        algorithm = resume.make_algorithm()
-    elif data.y_host.ndim == 1:
+        if selector is None:
+            runner = algorithm = resume.make_algorithm(algorithm)
+    elif selector is None and data.y_host.ndim == 1:
         rows = np.arange(data.y_host.size) if kept is None else kept
-        algorithm = choose_settings(algorithm, problem, data.X, data.y_host, rows, seed, backend, data.weight)
-    record_seconds = 0.0
+        runner = algorithm = choose_settings(algorithm, problem, data.X, data.y_host, rows, seed, backend,
+                                             data.weight)
+    record_seconds, recorded = 0.0, {}
 
     def record(info: EpochRecord) -> dict[str, float]:
         nonlocal record_seconds
         begun = time.perf_counter()
-        row = task.record(*info.weights)
+        if selector is None:
+            row = task.record(*info.weights)
+        else:  # the best model so far, at its share: recorded again only when it changed
+            key = selector.model_key(info.state.algorithm)
+            if key not in recorded:
+                share = selector.share(info.state.algorithm)
+                recorded.clear()
+                recorded[key] = {} if share is None else task.record(*info.weights, share=share)
+            row = dict(recorded[key])
         record_seconds += time.perf_counter() - begun
         return row
 
-    reader = algorithm.prepare(problem, train_X, train_y, weight=train_weight, seed=seed)
-    result = run_resumable(algorithm, problem, reader, epochs=problem.epochs, seed=seed, backend=backend,
+    reader = runner.prepare(problem, train_X, train_y, weight=train_weight, seed=seed)
+    result = run_resumable(runner, problem, reader, epochs=problem.epochs, seed=seed, backend=backend,
                            options=run_options, fingerprint=fingerprint, record=record, callback=callback,
                            checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                            interrupt=interrupt)
-    _check_progress(result, algorithm)
+    report, loss = None, problem.loss
+    if selector is not None:
+        selection = selector.chosen(result.state.algorithm)
+        algorithm, loss, report = selection.algorithm, selection.loss, selection.report()
+        task.share = selection.share
+        if selector.latest and selection.diverged:  # the passes were given: say it stopped short
+            result = dataclasses.replace(result, status=NONFINITE, message=(
+                f"diverged in epoch {selection.diverged}: non-finite weights; kept epoch {selection.epochs}"))
+        if not selector.moved(result.state.algorithm):
+            raise TrainingError(f"training made no progress: the weights of {selector.spec} are still 0 after "
+                                f"{result.epochs} epochs, for every setting tried")
+    else:  # a selection may choose a constant model (all negative, say) on held-out evidence
+        _check_progress(result, algorithm)
     w, b = result.weights
     threshold = task.threshold(w, b)
     b_host = to_numpy(b).astype(np.float64)
     seconds = time.perf_counter() - started - record_seconds + (resume.seconds if resume else 0.0)
     return Trained(to_numpy(w).astype(np.float64), float(b_host) if b_host.ndim == 0 else b_host, threshold,
-                   algorithm, result, problem.batch_size, seconds, reader)
+                   algorithm, loss, result, problem.batch_size, seconds, reader, report)
 
 
 def _check_progress(result: LoopResult, algorithm: Algorithm) -> None:
@@ -305,13 +369,16 @@ def fit(
     backend: str | None = None,
     dtype: str | None = None,
     device: Any = None,
-    epochs: int = 10,
+    epochs: int | None = None,
     batch_size: int | None = None,
     seed: int = 0,
     scale: bool = True,
     tune_threshold: bool = True,
     positive: Any = None,
     sample_weight: Any = None,
+    select: str = "auto",
+    patience: int = PATIENCE,
+    max_epochs: int = MAX_EPOCHS,
     eval_set: tuple[Any, Any] | None = None,
     callback: Callback | None = None,
     checkpoint: str | os.PathLike | Callable[[Checkpoint], None] | None = None,
@@ -331,6 +398,20 @@ def fit(
     to X's own; ``dtype`` is float64 except on the GPU (float32). ``sample_weight`` (n,)
     weighs each row in the losses, rewards and rates (TPR, TNR) the solvers and the
     threshold use; weights are rescaled to mean 1, so only their ratios matter.
+    Settings are chosen on data the weights do not see (:mod:`calopt.training.selection`):
+    ``select`` is ``"auto"`` (K-fold cross-fitting for small data, one held-out split for
+    large), ``"cv:K"``, ``"holdout:F"``, or ``"none"`` (the one-pass step trial, 10 passes,
+    the threshold tuned on the training data: calopt before selection). The algorithm's
+    tunable parameters the user did not give, the number of passes (training stops when
+    no candidate improved for ``patience`` passes, at most ``max_epochs``) and the
+    threshold are chosen on the held-out scores. A model on all the rows is trained
+    alongside the fold models with the same settings and batches; the result is that model
+    at the chosen pass, with the threshold that predicts positive the share of its rows
+    that the best held-out threshold did. ``epochs`` forces the number of passes.
+    ``algorithm`` defaults to the one a plugin declares for binary problems (the built-ins:
+    ``lbfgs``, the plug-in route); ``algorithm="auto"`` compares the measure's own solver
+    (``spade``, ``stamp``) with it on the same folds and keeps the better
+    (``model.options["selection"]`` says which, with every candidate's held-out value).
     ``eval_set=(X_test, y_test)`` adds the test value of each epoch to the history. The
     model's ``history`` has one row per epoch (``train`` and ``test`` at the threshold
     tuned as for the final model, so the last row is the model's own values) and
@@ -351,16 +432,20 @@ def fit(
                                  f"the training labels have {np.unique(labels).size} classes")
         return fit_multiclass(X, labels, algorithm=algorithm, loss=loss, measure=measure, backend=backend,
                               dtype=dtype, device=device, epochs=epochs, batch_size=batch_size, seed=seed,
-                              scale=scale, sample_weight=sample_weight, eval_set=eval_set, callback=callback,
+                              scale=scale, sample_weight=sample_weight, select=select, patience=patience,
+                              max_epochs=max_epochs, eval_set=eval_set, callback=callback,
                               checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                               interrupt=interrupt)
     measure = registry.get_measure(measure)
-    algorithm = registry.get_algorithm(algorithm or registry.default_algorithm(measure))
-    loss = registry.get_loss(loss or registry.default_loss(algorithm))
-    _check_count("epochs", epochs)
-    _check_count("batch_size", batch_size)
+    algorithms = _algorithms(measure, algorithm, loss)
+    fixed = given_parameters(algorithm) if len(algorithms) == 1 else set()
+    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("patience", patience),
+                        ("max_epochs", max_epochs)):
+        _check_count(name, value)
+    rule = parse_rule(select)
     resume = checked_resume(checkpoint, checkpoint_every, resume)
     y_pm, classes = encode_binary(labels, positive=positive, source="training labels")
+    rule = _selection_rule([candidate for candidate, _ in algorithms], rule, y_pm)
     resolved = resolve_backend(X, backend, dtype, device)
     if X.shape[0] != y_pm.shape[0]:
         raise ParameterError(f"X has {X.shape[0]} rows but y has {y_pm.shape[0]} labels")
@@ -370,19 +455,54 @@ def fit(
     started = time.perf_counter()
     data = prepare(X, y_pm, resolved, scale, weight)
     evaluation = None if eval_set is None else prepare(eval_set[0], eval_labels, resolved, data.scale)
-    return _fit_binary(data, classes, measure, algorithm, loss, evaluation, epochs=epochs,
+    return _fit_binary(data, classes, measure, algorithms, evaluation, epochs=epochs,
                        batch_size=batch_size, seed=seed, scale=scale, tune_threshold=tune_threshold,
-                       started=started, callback=callback, checkpoint=checkpoint,
-                       checkpoint_every=checkpoint_every, resume=resume, interrupt=interrupt)
+                       started=started, select=rule, fixed=fixed, patience=patience, max_epochs=max_epochs,
+                       callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                       interrupt=interrupt)
 
 
-def _fit_binary(data: Prepared, classes: tuple[Any, Any], measure: Measure, algorithm: Algorithm, loss: Any,
-                evaluation: Prepared | None, *, epochs: int, batch_size: int | None, seed: int, scale: bool,
-                tune_threshold: bool, started: float, **run: Any) -> LinearModel:
-    """The binary configuration of the pipeline on prepared data (labels ±1, classes known)."""
+def _selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarray) -> Rule:
+    """The rule for training ``algorithms`` on labels ``y`` (±1): ``rule`` (None: automatic) checked
+    against the data, or ``none`` when an algorithm reads the data its own way (it cannot be
+    cross-fitted: an error when a rule was given)."""
+    if rule is not None and rule.kind == "none":
+        return rule
+    unfoldable = [algorithm.name for algorithm in algorithms if not foldable(algorithm)]
+    if unfoldable:
+        if rule is not None:
+            raise ParameterError(f"select={rule}: algorithm {unfoldable[0]!r} trains on a reader of its own and "
+                                 f"cannot be cross-fitted; use select='none'")
+        return Rule("none")  # its own settings, DEFAULT_EPOCHS passes
+    return resolve_rule(rule, y)
+
+
+def _algorithms(measure: Measure, algorithm: Any, loss: Any) -> list[tuple[Algorithm, Any]]:
+    """The (algorithm, loss) pairs to train: the one named (or the binary default), or for
+    ``"auto"`` the measure's own solver (the ``"direct"`` default) and the binary default,
+    each with the loss given or its own default."""
+    if isinstance(algorithm, str) and algorithm.strip().lower() == "auto":
+        names = dict.fromkeys([registry.default_algorithm(measure, "direct"), registry.default_algorithm(measure)])
+        chosen = [registry.get_algorithm(name) for name in names]
+    else:
+        chosen = [registry.get_algorithm(algorithm or registry.default_algorithm(measure))]
+    return [(candidate, registry.get_loss(loss or registry.default_loss(candidate))) for candidate in chosen]
+
+
+def _fit_binary(data: Prepared, classes: tuple[Any, Any], measure: Measure, algorithms: list[tuple[Algorithm, Any]],
+                evaluation: Prepared | None, *, epochs: int | None, batch_size: int | None, seed: int, scale: bool,
+                tune_threshold: bool, started: float, select: Rule, fixed: set[str] = frozenset(),
+                patience: int = PATIENCE, max_epochs: int = MAX_EPOCHS, **run: Any) -> LinearModel:
+    """The binary configuration of the pipeline on prepared data (labels ±1, classes known).
+
+    ``algorithms`` holds the (algorithm, loss) to train, or those ``algorithm="auto"``
+    compares on the same folds (the first is the measure's own). ``select`` is the rule
+    (:mod:`calopt.training.selection`); ``fixed`` the parameters the user gave.
+    """
     backend, y_pm, weight = data.backend, data.y_host, data.weight
+    algorithm, loss = algorithms[0]
     kept, held = np.arange(y_pm.size), np.arange(0)
-    if algorithm.holdout > 0:
+    if select.kind == "none" and algorithm.holdout > 0:  # selection tunes the threshold out of fold
         kept, held = stratified_split(y_pm, algorithm.holdout, seed)
     train_X = data.X if held.size == 0 else take_rows(data.X, kept, backend)
     train_y = data.y if held.size == 0 else backend.asarray(y_pm[kept])
@@ -395,7 +515,9 @@ def _fit_binary(data: Prepared, classes: tuple[Any, Any], measure: Measure, algo
     positive_rate = float(np.mean(positive) if weight is None else
                           np.sum(train_weight[positive]) / np.sum(train_weight))
     problem = Problem(backend.xp, backend.dtype, backend.device, int(kept.size), int(data.X.shape[1]),
-                      positive_rate, measure, loss, batch_size or default_batch_size(int(kept.size)), epochs,
+                      positive_rate, measure, loss,
+                      batch_size or default_batch_size(int(kept.size), [a for a, _ in algorithms]),
+                      DEFAULT_EPOCHS if epochs is None else epochs,
                       max_weight=1.0 if weight is None else float(np.max(train_weight) / np.mean(train_weight)))
     task = BinaryTask(measure, (train_X, train_y, data.rows_weight(kept if held.size else None)), tune=tune,
                       evaluation=None if evaluation is None else (evaluation.X, evaluation.y, None),
@@ -404,22 +526,40 @@ def _fit_binary(data: Prepared, classes: tuple[Any, Any], measure: Measure, algo
                    "epochs": epochs, "batch_size": problem.batch_size, "seed": seed,
                    "backend": backend.name, "dtype": backend.dtype_name, "scale": scale,
                    "tune_threshold": tune_threshold, "eval_set": evaluation is not None,
-                   "classes": [json_label(c) for c in classes]}
+                   "classes": [json_label(c) for c in classes], "select": str(select)}
+    if len(algorithms) > 1:
+        run_options["algorithm"] = run_options["loss"] = "auto"
+    for candidate, candidate_loss in algorithms:
+        candidate.check_problem(problem._replace(loss=candidate_loss))
+
+    selector = None
+    if select.kind != "none":
+        rule_folds = folds_of(y_pm, select, seed)
+        K = select.folds if select.kind == "cv" else 1
+        top = float(np.max(fold_weights(rule_folds, K, weight)))
+        arms = [Arm.build(candidate, candidate_loss, grid_of(candidate, fixed), problem, K, backend, top)
+                for candidate, candidate_loss in algorithms]
+        selector = Selector(arms, select, rule_folds, data.X, y_pm, weight, measure, backend,
+                            patience=None if epochs is not None else patience, latest=epochs is not None)
+        problem = problem._replace(epochs=epochs or max_epochs)
+
     trained = train(data, algorithm, problem, task, seed=seed, run_options=run_options,
-                    kept=None if held.size == 0 else kept, started=started, **run)
+                    kept=None if held.size == 0 else kept, started=started, selector=selector, **run)
     return LinearModel(
         coef=trained.w / data.scale,
         intercept=trained.b - trained.threshold,
         classes=classes,
         measure=measure.spec,
         algorithm=trained.algorithm.spec,
-        loss=loss.spec,
+        loss=trained.loss.spec,
         scale=data.scale,
         threshold=trained.threshold,
-        options={"epochs": trained.result.epochs, "batch_size": trained.batch_size, "seed": seed,
+        options={"epochs": trained.selection["epochs"] if trained.selection else trained.result.epochs,
+                 "batch_size": trained.batch_size, "seed": seed,
                  "backend": backend.name, "dtype": backend.dtype_name,
                  "scale": scale, "tune_threshold": tune_threshold,
-                 "algorithm_params": trained.algorithm.params},
+                 "algorithm_params": trained.algorithm.params, "select": str(select),
+                 **({"selection": trained.selection} if trained.selection else {})},
         history=trained.result.history,
         fit_seconds=trained.seconds,
         status=trained.result.status,
@@ -438,11 +578,14 @@ def fit_multiclass(
     backend: str | None = None,
     dtype: str | None = None,
     device: Any = None,
-    epochs: int = 10,
+    epochs: int | None = None,
     batch_size: int | None = None,
     seed: int = 0,
     scale: bool = True,
     sample_weight: Any = None,
+    select: str = "auto",
+    patience: int = PATIENCE,
+    max_epochs: int = MAX_EPOCHS,
     eval_set: tuple[Any, Any] | None = None,
     callback: Callback | None = None,
     checkpoint: str | os.PathLike | None = None,
@@ -474,12 +617,17 @@ def fit_multiclass(
         raise DataError(f"only one class ({label_text(classes[0])}); need two or more", source="training labels")
     if X.shape[0] != codes.size:
         raise ParameterError(f"X has {X.shape[0]} rows but y has {codes.size} labels")
-    _check_count("epochs", epochs)
-    _check_count("batch_size", batch_size)
+    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("patience", patience),
+                        ("max_epochs", max_epochs)):
+        _check_count(name, value)
+    rule = parse_rule(select)
     resume = checked_resume(checkpoint, checkpoint_every, resume)
     measure = registry.get_measure(measure)
     algorithm = registry.get_algorithm(algorithm or registry.default_algorithm(measure, "multiclass"))
     loss = registry.get_loss(loss or registry.default_loss(algorithm))
+    if algorithm.multiclass and rule is not None and rule.kind != "none":
+        raise ParameterError(f"select={rule}: algorithm {algorithm.name!r} trains every class at once and is not "
+                             f"cross-fitted; use select='auto' (its own stopping rule) or 'none'")
     classes = tuple(json_label(c) for c in classes)
     C = len(classes)
     started = time.perf_counter()
@@ -500,12 +648,16 @@ def fit_multiclass(
         if eval_set is not None:
             evaluation = prepare(eval_set[0], np.where(eval_codes == np.arange(C)[:, None], 1.0, -1.0),
                                  resolved, data.scale)
+        options["select"] = str(rule or "auto")
         return _fit_one_class_at_a_time(data, classes, measure, algorithm, loss, evaluation, options,
                                         epochs=epochs, batch_size=batch_size, seed=seed, scale=scale,
-                                        started=started, **run)
+                                        started=started, select=rule, patience=patience, max_epochs=max_epochs,
+                                        **run)
 
+    if epochs is None:  # until the algorithm's own convergence test stops it, or the fixed default
+        epochs = max_epochs if type(algorithm).converged is not Algorithm.converged else DEFAULT_EPOCHS
     problem = Problem(resolved.xp, resolved.dtype, resolved.device, int(codes.size), int(data.X.shape[1]),
-                      1.0 / C, measure, loss, batch_size or default_batch_size(int(codes.size)),
+                      1.0 / C, measure, loss, batch_size or default_batch_size(int(codes.size), [algorithm]),
                       epochs, n_classes=C)
     device_codes = resolved.xp.asarray(codes, device=resolved.device)
     evaluation = None
@@ -531,9 +683,9 @@ def fit_multiclass(
 
 def _fit_one_class_at_a_time(
     data: Prepared, classes: tuple[Any, ...], measure: Measure, algorithm: Algorithm, loss: Any,
-    evaluation: Prepared | None, options: dict[str, Any], *, epochs: int, batch_size: int | None, seed: int,
-    scale: bool, started: float, callback: Callback | None, checkpoint: Any, checkpoint_every: int | None,
-    resume: Checkpoint | None, interrupt: Callable[[], bool] | None,
+    evaluation: Prepared | None, options: dict[str, Any], *, epochs: int | None, batch_size: int | None, seed: int,
+    scale: bool, started: float, select: Rule | None, patience: int, max_epochs: int, callback: Callback | None,
+    checkpoint: Any, checkpoint_every: int | None, resume: Checkpoint | None, interrupt: Callable[[], bool] | None,
 ) -> MulticlassModel:
     """One-vs-rest by the binary pipeline once per class; checkpoints name the class and keep the finished ones.
 
@@ -567,15 +719,18 @@ def _fit_one_class_at_a_time(
             "finished": [{k: v for k, v in entry.items() if k != "coef"} for entry in finished]})
 
     first_to_fit = len(finished)
+    cap = epochs or max_epochs  # a class's passes at the most (the progress callback's count)
     for c in range(first_to_fit, C):
         write = None if checkpoint is None else (lambda inner, c=c: wrap(inner, c).save(checkpoint))
         on_epoch = None if callback is None else (lambda info, c=c: callback(
-            info._replace(epoch=c * epochs + info.epoch, total_epochs=C * epochs)))
+            info._replace(epoch=c * cap + info.epoch, total_epochs=C * cap)))
         class_data = data.with_labels(data.y_host[c])
         class_eval = None if evaluation is None else evaluation.with_labels(evaluation.y_host[c])
         try:
-            model = _fit_binary(class_data, (-1.0, 1.0), measure, algorithm, loss, class_eval, epochs=epochs,
-                                batch_size=batch_size, seed=seed, scale=scale, tune_threshold=True,
+            rule = _selection_rule([algorithm], select, class_data.y_host)
+            model = _fit_binary(class_data, (-1.0, 1.0), measure, [(algorithm, loss)], class_eval, epochs=epochs,
+                                batch_size=batch_size, seed=seed, scale=scale, tune_threshold=True, select=rule,
+                                patience=patience, max_epochs=max_epochs,
                                 started=time.perf_counter(), callback=on_epoch, checkpoint=write,
                                 checkpoint_every=checkpoint_every,
                                 resume=current if c == first_to_fit else None, interrupt=interrupt)

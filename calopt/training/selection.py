@@ -1,31 +1,75 @@
-"""Settings chosen on data the weights do not see: the step trial.
+"""Settings chosen on data the weights do not see.
 
-An algorithm declares the parameters it wants chosen from the data in its
-``tunables`` attribute (:class:`calopt.algorithms.Tunable`: the parameter and the
-candidate values). When the user leaves such a parameter unset, each candidate gets
-one pass over a stratified subsample of the training rows and is scored by the
-measure, at its best threshold, on a held-out 20% of them; the best candidate wins
-(the spec's practical notes: the step scale decides the result, the theory only its
-decay).
+**Cross-validated selection** (``select="auto"``, ``"cv:K"``, ``"holdout:F"``): an
+algorithm's tunable parameters (:class:`calopt.algorithms.Tunable`: the step scale, the
+regularisation) and the number of passes are chosen on held-out data, and so is the
+decision threshold:
+
+* the rule comes from the data (:func:`resolve_rule`): K-fold cross-fitting when the
+  smaller class has fewer than :data:`CV_MINORITY` rows, where one split would leave a
+  few dozen held-out rows of it; one stratified held-out fraction when it has more;
+* for each candidate, K fold models (a fold's held-out rows weigh 0) and the refit model
+  (every row) are trained together, in one run of the training loop (:class:`Selector`);
+  a ``stackable`` algorithm trains all of them as the columns of one stacked model on the
+  same mini-batches, so the per-batch overhead is paid once for all;
+* after each pass, each candidate's value is the measure of its out-of-fold scores (every
+  row scored by the fold model that did not see it) at their best threshold, and a
+  candidate that improved keeps its refit model of that pass; training stops when no
+  candidate has improved for ``patience`` passes (or at ``max_epochs``);
+* the model is the best candidate's refit model at its best pass, with the threshold that
+  predicts positive the share of its training rows that the best out-of-fold threshold
+  predicted positive of the held-out rows (a rate, so it carries over between models
+  whose scores differ in scale, which a raw threshold does not).
+
+**The one-pass trial** (``select="none"``, what calopt did before): an unset step scale
+is chosen by one pass of each candidate over a stratified subsample, scored on a
+held-out 20% of it; the model then trains for the epochs asked and tunes its threshold
+on the training data (the spec's practical notes: the step scale decides the result).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from calopt.algorithms import Algorithm, Problem
-from calopt.backends import Backend, is_sparse, to_numpy
-from calopt.io.batches import ArrayReader
-from calopt.training.loop import run
-from calopt.training.threshold import best_threshold
+from calopt.backends import Backend, get_backend, is_sparse, namespace, to_numpy
+from calopt.components import Component, parse_spec
+from calopt.errors import ParameterError, TrainingError
+from calopt.io.batches import ArrayReader, Batch
+from calopt.training.loop import Trainer, run
+from calopt.training.threshold import best_cut, best_threshold, positive_share
 
-__all__ = ["TRIAL_ROWS", "choose_settings", "stratified_split", "take_rows"]
+__all__ = ["BOOTSTRAP", "CONFIDENCE", "CV_MINORITY", "FOLDS", "HOLDOUT", "MAX_EPOCHS", "PATIENCE", "TRIAL_ROWS", "Arm",
+           "Candidate", "Rule", "Selection", "SelectionState", "Selector", "choose_settings", "fold_weights",
+           "foldable", "folds_of", "given_parameters", "grid_of", "parse_rule", "resolve_rule", "stratified_split",
+           "take_rows", "win_probability"]
 
-#: Rows used by the trial (each candidate gets one pass over at most this many).
+Array = Any
+#: Rows used by the one-pass trial (each candidate gets one pass over at most this many).
 TRIAL_ROWS = 20_000
+#: Below this many rows in the smaller class the rule is K-fold cross-fitting, from it on
+#: one held-out split (with 20% held out, a split then keeps ≥ 100 rows of that class).
+CV_MINORITY = 500
+#: K of the K-fold rule.
+FOLDS = 5
+#: The held-out fraction of the split rule.
+HOLDOUT = 0.2
+#: Passes at the most when the number of passes is chosen (early stopping caps here).
+MAX_EPOCHS = 100
+#: Passes without improvement of the best held-out value (over every candidate) before training stops.
+PATIENCE = 20
+#: ``algorithm="auto"`` keeps the measure's own solver when it beats the plug-in route on at
+#: least this share of bootstrap resamples of the held-out rows.
+CONFIDENCE = 0.9
+#: Bootstrap resamples for that comparison.
+BOOTSTRAP = 500
+_HOST = get_backend("numpy")
 
 
 def stratified_split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -47,16 +91,502 @@ def take_rows(X: Any, index: np.ndarray, backend: Backend) -> Any:
     return backend.xp.take(X, backend.xp.asarray(index, device=backend.device), axis=0)
 
 
+def given_parameters(spec: Any) -> set[str]:
+    """The parameters a user fixed: the keys of a spec string, or the fields of a component
+    object that differ from their defaults. Tunables among them are not searched."""
+    if isinstance(spec, Component):
+        return {name for name, value in spec.params.items() if value != spec.param_defaults()[name]}
+    if isinstance(spec, str):
+        return set(parse_spec(spec)[1])
+    return set()
+
+
+# -- the rule ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rule:
+    """How settings are chosen: ``cv`` (K folds), ``holdout`` (one split), or ``none`` (the trial)."""
+
+    kind: str
+    folds: int = 0
+    fraction: float = 0.0
+
+    def __str__(self) -> str:
+        return {"cv": f"cv:{self.folds}", "holdout": f"holdout:{self.fraction:g}"}.get(self.kind, "none")
+
+
+def parse_rule(text: str | Rule) -> Rule | None:
+    """``"cv:5"``, ``"holdout:0.2"``, ``"none"`` as a :class:`Rule`; ``"auto"`` as None (from the data)."""
+    if isinstance(text, Rule):
+        return text
+    kind, _, value = str(text).strip().lower().partition(":")
+    try:
+        if kind == "auto" and not value:
+            return None
+        if kind == "none" and not value:
+            return Rule("none")
+        if kind == "cv":
+            folds = int(value) if value else FOLDS
+            if folds >= 2:
+                return Rule("cv", folds=folds)
+        elif kind == "holdout":
+            fraction = float(value) if value else HOLDOUT
+            if 0 < fraction < 1:
+                return Rule("holdout", fraction=fraction)
+    except ValueError:
+        pass
+    raise ParameterError(f"select={text!r}: expected auto, none, cv:K (K ≥ 2) or holdout:F (0 < F < 1)")
+
+
+def resolve_rule(rule: Rule | None, y: np.ndarray) -> Rule:
+    """The rule for labels ``y`` (±1): as given, else K-fold below :data:`CV_MINORITY` rows in the
+    smaller class and one held-out split from there on. A given rule must leave each fold a row
+    of that class; the automatic one takes fewer folds when it has fewer than K rows, and is
+    ``none`` (nothing can be held out) when it has one."""
+    minority = int(min(np.sum(y > 0), np.sum(y <= 0)))
+    if rule is None:  # K = 5, or as many folds as that class has rows (none below 2)
+        if minority < 2:
+            return Rule("none")
+        rule = Rule("cv", folds=min(FOLDS, minority)) if minority < CV_MINORITY else Rule("holdout", fraction=HOLDOUT)
+    if rule.kind == "cv" and rule.folds > minority:
+        raise ParameterError(f"select={rule}: the smaller class has {minority} rows, fewer than the folds")
+    if rule.kind == "holdout" and min(round(rule.fraction * minority), minority - round(rule.fraction * minority)) < 1:
+        raise ParameterError(f"select={rule}: the smaller class has {minority} rows, too few to hold some out")
+    return rule
+
+
+def foldable(algorithm: Algorithm) -> bool:
+    """Whether the selection can train ``algorithm`` on its folds: the selection serves the
+    batches (every model's fold weights as sample weights), so an algorithm with a reader of
+    its own (``prepare`` overridden, such as SLND's balanced, preconditioned one) cannot."""
+    return type(algorithm).prepare is Algorithm.prepare
+
+
+def folds_of(y: np.ndarray, rule: Rule, seed: int) -> np.ndarray:
+    """The fold of each row (0..K−1; a split: 0 for the held-out rows, −1 for the others)."""
+    if rule.kind == "holdout":
+        _, held = stratified_split(y, rule.fraction, seed)
+        fold = np.full(y.size, -1)
+        fold[held] = 0
+        return fold
+    from sklearn.model_selection import StratifiedKFold
+
+    fold = np.empty(y.size, dtype=np.int64)
+    for k, (_, validation) in enumerate(StratifiedKFold(rule.folds, shuffle=True, random_state=seed).split(
+            np.zeros(y.size), y > 0)):
+        fold[validation] = k
+    return fold
+
+
+def win_probability(y: np.ndarray, first: np.ndarray, second: np.ndarray, measure: Any,
+                    weight: np.ndarray | None = None, *, resamples: int = BOOTSTRAP, seed: int = 0) -> float:
+    """How often predictions ``first`` score strictly above ``second`` (``measure``; labels and
+    predictions positive where > 0) on paired bootstrap resamples of the rows.
+
+    A resample gives each row a Poisson(1) count (times its sample weight). The rows fall in
+    eight kinds (label, each prediction); without weights a kind's resampled count is
+    Poisson(its size), so a resample costs eight draws whatever the number of rows.
+    """
+    kind = (y > 0) * 4 + (first > 0) * 2 + (second > 0)  # (rows,) in 0..7
+    rng = np.random.default_rng(seed)
+    if weight is None:
+        counts = rng.poisson(np.bincount(kind, minlength=8), size=(resamples, 8)).astype(np.float64)
+    else:
+        counts = np.zeros((resamples, 8))
+        for start in range(0, kind.size, 4096):  # a (resamples, 4096) block at a time
+            rows = slice(start, start + 4096)
+            draws = rng.poisson(1.0, size=(resamples, kind[rows].size)) * weight[rows]
+            counts += draws @ (kind[rows][:, None] == np.arange(8)[None, :])
+    counts = counts.reshape(resamples, 2, 2, 2)  # (resample, label, first's prediction, second's)
+    values = []
+    for axis in (3, 2):  # sum out the other one's prediction
+        table = counts.sum(axis=axis)  # (resample, label, prediction)
+        tp, fn, fp, tn = table[:, 1, 1], table[:, 1, 0], table[:, 0, 1], table[:, 0, 0]
+        values.append(np.asarray(measure.from_counts(tp, fp, tn, fn, xp=_HOST.xp), dtype=np.float64))
+    return float(np.mean(values[0] > values[1]))
+
+
+# -- cross-validated selection --------------------------------------------------------------
+def grid_of(algorithm: Algorithm, fixed: set[str] | frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """Every combination of the candidates of the tunables the user did not fix."""
+    free = [tunable for tunable in algorithm.tunables if tunable.name not in fixed]
+    if not free:
+        return [{}]
+    return [dict(zip((t.name for t in free), values)) for values in itertools.product(*(t.candidates for t in free))]
+
+
+def fold_weights(folds: np.ndarray, K: int, weight: np.ndarray | None) -> np.ndarray:
+    """(n, K + 1): column k trains without fold k, column K (the refit) on every row; each column
+    the sample weights (1 without) times its rows, rescaled to mean 1 over all rows."""
+    user = np.ones(folds.size) if weight is None else weight
+    columns = np.stack([folds != k for k in range(K)] + [np.ones(folds.size, dtype=bool)], axis=1) * user[:, None]
+    return columns / np.mean(columns, axis=0)
+
+
+@dataclass
+class Arm:
+    """One algorithm under selection: its candidates (the grid) × (K fold models + the refit).
+
+    A stackable algorithm trains all S·(K+1) models as the columns of one stacked model,
+    column ``c·(K+1) + j`` being candidate c's model j; any other trains them one by one.
+    """
+
+    algorithm: Algorithm
+    loss: Any
+    grid: list[dict[str, Any]]
+    problem: Problem  #: the stacked problem (its loss, n_models = S·(K+1))
+    trainers: list[Trainer] = field(default_factory=list)
+    K: int = 1  #: folds (a held-out split: 1); each candidate has K fold models and a refit one
+
+    @classmethod
+    def build(cls, algorithm: Algorithm, loss: Any, grid: list[dict[str, Any]], problem: Problem, K: int,
+              backend: Backend, max_weight: float) -> Arm:
+        S, xp = len(grid), backend.xp
+        models = S * (K + 1)
+        problem = problem._replace(loss=loss, max_weight=max_weight,
+                                   n_models=models if algorithm.stackable else 1)
+        if algorithm.stackable:
+            settings = {}
+            for name in grid[0]:  # None (no ball) is inf in a stacked run
+                values = np.repeat([math.inf if c[name] is None else c[name] for c in grid], K + 1)
+                settings[name] = xp.asarray(values, dtype=backend.dtype, device=backend.device)
+            trainers = [Trainer(algorithm.stacked(settings))]
+        else:
+            trainers = [Trainer(dataclasses.replace(algorithm, **settings)) for settings in grid for _ in range(K + 1)]
+        return cls(algorithm, loss, grid, problem, trainers, K)
+
+    def init(self) -> Any:
+        return tuple(trainer.init(self.problem) for trainer in self.trainers)
+
+    def _batches(self, batch: Batch) -> list[Batch]:
+        """The batch for each trainer: the arm's columns of the weights (B, S·(K+1)), or one column each."""
+        X, y, weight = batch
+        if len(self.trainers) == 1:
+            return [Batch(X, y, weight)]
+        return [Batch(X, y, weight[:, j]) for j in range(len(self.trainers))]
+
+    def update(self, states: Any, batch: Batch) -> Any:
+        return tuple(trainer.update(state, part, self.problem)
+                     for trainer, state, part in zip(self.trainers, states, self._batches(batch)))
+
+    def end_epoch(self, states: Any, data: Batch) -> Any:
+        return tuple(trainer.end_epoch(state, part, self.problem)
+                     for trainer, state, part in zip(self.trainers, states, self._batches(data)))
+
+    def describe(self, states: Any, candidate: int) -> dict[str, float]:
+        """The numbers ``describe_state`` gives for candidate's refit model (its objective, …)."""
+        column = candidate * (self.K + 1) + self.K
+        if len(self.trainers) > 1:
+            described = self.trainers[column].describe_state(states[column])
+            return {k: float(v) for k, v in described.items() if getattr(v, "ndim", 0) == 0}
+        described = self.trainers[0].describe_state(states[0])
+        return {k: float(v[column]) if getattr(v, "ndim", 0) == 1 else float(v)
+                for k, v in described.items() if getattr(v, "ndim", 0) <= 1}
+
+    def weights(self, states: Any, xp: Any) -> tuple[Array, Array]:
+        """Every model's weights: w (d, S·(K+1)), b (S·(K+1),), candidate-major."""
+        if len(self.trainers) == 1:
+            return self.trainers[0].weights(states[0])
+        pairs = [trainer.weights(state) for trainer, state in zip(self.trainers, states)]
+        return xp.stack([w for w, _ in pairs], axis=1), xp.stack([b for _, b in pairs])
+
+
+class SelectionState(NamedTuple):
+    """The arms' states, and each candidate's best held-out pass with its refit model then."""
+
+    arms: tuple
+    values: list  #: best held-out value of each candidate (every arm's, in order)
+    epochs: list  #: the pass that reached it
+    thresholds: list  #: the best threshold of the out-of-fold scores there
+    shares: list  #: the share of held-out rows predicted positive there
+    coef: Array  #: (d, candidates): each candidate's refit model at that pass
+    intercept: Array  #: (candidates,)
+    predicted: Array  #: (held-out rows, candidates): 1 where the out-of-fold prediction there is positive
+    best: float  #: the best held-out value so far
+    stale: int  #: passes since it last improved
+    passes: int  #: passes done
+    diverged: list  #: the pass where each candidate's weights first were non-finite (0: never)
+
+
+class Selector:
+    """The settings selection, as an algorithm the one training loop runs.
+
+    Each pass updates every arm's models on the same mini-batches; at the end of the pass
+    (:meth:`end_epoch`) the fold models score their held-out rows, each candidate's value
+    is the measure of its out-of-fold scores at their best threshold, and a candidate
+    that improved keeps its refit model of that pass. The loop stops when the best value
+    over all candidates has not improved for ``patience`` passes, or every candidate
+    diverged (:meth:`converged`); the model is the chosen candidate's refit model at its
+    best pass (:meth:`best_index`). With ``latest`` (the number of passes given) each
+    candidate keeps its latest pass instead. Everything lives in the state, so a run is
+    checkpointed and resumed like any other.
+    """
+
+    def __init__(self, arms: list[Arm], rule: Rule, folds: np.ndarray, X: Any, y: np.ndarray,
+                 weight: np.ndarray | None, measure: Any, backend: Backend, *, patience: int | None,
+                 latest: bool = False, confidence: float = CONFIDENCE):
+        self._chosen: tuple | None = None  # (state key, best_index) of the last call
+        self.confidence = confidence  #: how sure the bootstrap must be that the first arm beats the last
+        self.arms, self.rule, self.folds, self.measure, self.backend = arms, rule, folds, measure, backend
+        self.patience = patience
+        #: keep each candidate's latest pass rather than its best (the number of passes is given)
+        self.latest = latest
+        self.K = rule.folds if rule.kind == "cv" else 1
+        self.base = fold_weights(folds, self.K, weight)  # (n, K + 1)
+        held = np.flatnonzero(folds >= 0)
+        self.X_held = X if held.size == y.size else take_rows(X, held, backend)
+        self.y_held = backend.asarray(y[held])
+        self.w_held = None if weight is None else backend.asarray(weight[held])
+        # (rows, 1, K + 1): 1 where the row is held out from fold k; 0 for the refit column
+        mask = np.concatenate([folds[held][:, None] == np.arange(self.K)[None, :],
+                               np.zeros((held.size, 1), dtype=bool)], axis=1)
+        self.mask = backend.asarray(mask[:, None, :].astype(np.float64))
+        self.sizes = [len(arm.grid) for arm in arms]
+        #: the columns of each arm in the weights the reader serves: every candidate's K + 1
+        bounds = np.cumsum([0] + [S * (self.K + 1) for S in self.sizes])
+        self.columns = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
+    # -- what the loop and the checkpoints read ------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.arms[0].algorithm.name
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.arms[0].algorithm.params
+
+    @property
+    def spec(self) -> str:
+        return self.arms[0].algorithm.spec
+
+    def parts(self) -> tuple:
+        return ()
+
+    def check_problem(self, problem: Problem) -> None:
+        for arm in self.arms:
+            arm.algorithm.check_problem(arm.problem._replace(n_models=1))
+
+    def prepare(self, problem: Problem, X: Any, y: Array, *, weight: Array | None = None,
+                seed: int | None = None) -> ArrayReader:
+        """The training rows with every model's sample weights: the fold weights (n, K + 1) once per
+        candidate of every arm, made once here so a batch only slices them."""
+        tiled = np.tile(self.base, (1, sum(self.sizes)))
+        return ArrayReader(X, y, problem.xp, problem.device, self.backend.asarray(tiled))
+
+    # -- the state machine ------------------------------------------------------------------
+    def init(self, problem: Problem) -> SelectionState:
+        total = sum(self.sizes)
+        return SelectionState(tuple(arm.init() for arm in self.arms), [-math.inf] * total, [0] * total,
+                              [0.0] * total, [0.0] * total, problem.zeros(problem.n_features, total),
+                              problem.zeros(total), problem.zeros(int(self.y_held.shape[0]), total), -math.inf,
+                              0, 0, [0] * total)
+
+    def _split(self, batch: Batch) -> list[Batch]:
+        """Each arm's share of a batch: its columns of the sample weights (the reader serves all arms')."""
+        X, y, weight = batch
+        return [Batch(X, y, weight[:, start:stop]) for start, stop in self.columns]
+
+    def update(self, state: SelectionState, batch: Batch, problem: Problem) -> SelectionState:
+        return state._replace(arms=tuple(arm.update(arm_state, part) for arm, arm_state, part
+                                         in zip(self.arms, state.arms, self._split(batch))))
+
+    def end_epoch(self, state: SelectionState, data: Batch, problem: Problem) -> SelectionState:
+        arms = tuple(arm.end_epoch(arm_state, part) for arm, arm_state, part
+                     in zip(self.arms, state.arms, self._split(data)))
+        passes = state.passes + 1
+        return self._score(state._replace(arms=arms, passes=passes), passes)
+
+    def _score(self, state: SelectionState, passes: int) -> SelectionState:
+        """Score every candidate's out-of-fold predictions; keep each one's best pass."""
+        xp = self.backend.xp
+        held_out, refit_w, refit_b, finite = [], [], [], []
+        for arm, arm_state, S in zip(self.arms, state.arms, self.sizes):
+            w, b = arm.weights(arm_state, xp)
+            models_finite = xp.all(xp.isfinite(w), axis=0) & xp.isfinite(b)
+            finite.append(xp.all(xp.reshape(models_finite, (S, self.K + 1)), axis=1))
+            scores = xp.reshape(self.X_held @ w + b, (-1, S, self.K + 1))
+            held_out.append(xp.sum(scores * self.mask, axis=2))  # (rows, S): each row by the model that did not see it
+            refit = xp.asarray(np.arange(S) * (self.K + 1) + self.K, device=self.backend.device)
+            refit_w.append(xp.take(w, refit, axis=1))
+            refit_b.append(xp.take(b, refit, axis=0))
+        held_out = xp.concat(held_out, axis=1)
+        thresholds, values = best_cut(held_out, self.y_held, self.measure, self.w_held)
+        shares = positive_share(held_out, thresholds, self.w_held)
+        finite = xp.astype(xp.concat(finite), values.dtype)
+        numbers = to_numpy(xp.stack([thresholds, values, shares, finite], axis=1))  # one transfer a pass
+        best_values, epochs = list(state.values), list(state.epochs)
+        diverged = [d or (passes if not ok else 0) for d, ok in zip(state.diverged, numbers[:, 3] > 0)]
+        best_thresholds, best_shares = list(state.thresholds), list(state.shares)
+        improved = np.zeros(len(best_values), dtype=bool)
+        for c, (threshold, value, share, _) in enumerate(numbers):
+            if math.isfinite(value) and math.isfinite(threshold) and not diverged[c] and (
+                    self.latest or value > best_values[c]):
+                improved[c] = True
+                best_values[c], epochs[c] = float(value), passes
+                best_thresholds[c], best_shares[c] = float(threshold), float(share)
+        keep = xp.asarray(improved, device=self.backend.device)
+        coef = xp.where(keep[None, :], xp.concat(refit_w, axis=1), state.coef)
+        intercept = xp.where(keep, xp.concat(refit_b), state.intercept)
+        predicted = xp.where(keep[None, :], xp.astype(held_out > thresholds, held_out.dtype), state.predicted)
+        best = max(best_values)
+        stale = 0 if best > state.best else state.stale + 1
+        return state._replace(values=best_values, epochs=epochs, thresholds=best_thresholds, shares=best_shares,
+                              coef=coef, intercept=intercept,
+                              predicted=predicted, best=best, stale=stale, diverged=diverged)
+
+    def moved(self, state: SelectionState) -> bool:
+        """Whether any model of any arm has left w = 0, b = 0 (one host transfer)."""
+        xp = self.backend.xp
+        flags = []
+        for arm, arm_state in zip(self.arms, state.arms):
+            w, b = arm.weights(arm_state, xp)
+            flags.append(xp.any(w != 0) | xp.any(b != 0))
+        return bool(to_numpy(xp.any(xp.stack(flags))))
+
+    def converged(self, state: SelectionState) -> bool:
+        """No candidate improved for ``patience`` passes, or every candidate diverged."""
+        return (self.patience is not None and state.stale >= self.patience) or all(state.diverged)
+
+    def iterate(self, state: SelectionState) -> tuple:
+        return ()
+
+    def output(self, state: SelectionState) -> tuple[Array, Array]:
+        """The best candidate's refit model at its best pass (zeros before any pass was scored)."""
+        index = self.best_index(state)
+        return state.coef[:, index], state.intercept[index]
+
+    def linear(self, params: tuple[Array, Array]) -> tuple[Array, Array]:
+        return params
+
+    def describe_state(self, state: SelectionState) -> dict[str, float]:
+        """The chosen candidate's held-out value, and what its algorithm says of its refit model now."""
+        if not math.isfinite(state.best):
+            return {}
+        index = self.best_index(state)
+        arm, candidate = self._locate(index)
+        return {**self.arms[arm].describe(state.arms[arm], candidate), "validation": state.values[index]}
+
+    def _locate(self, index: int) -> tuple[int, int]:
+        """(arm, candidate within it) of a candidate's index over every arm."""
+        for arm, start in enumerate(itertools.accumulate([0] + self.sizes[:-1])):
+            if index < start + self.sizes[arm]:
+                return arm, index - start
+        raise IndexError(index)
+
+    # -- the result ---------------------------------------------------------------------------
+    def best_index(self, state: SelectionState) -> int:
+        """The chosen candidate: the best held-out value, except that with several arms the
+        first (the measure's own solver) must beat the last (the plug-in route) with
+        probability ``confidence`` over bootstrap resamples of the held-out rows
+        (:meth:`win_probability`), or the last arm's best is chosen. The answer is kept for
+        the state it was computed on, so the loop's calls cost one bootstrap per scored pass."""
+        key = (state.passes, tuple(state.epochs))
+        if self._chosen is not None and self._chosen[0] == key:
+            return self._chosen[1]
+        best = int(np.argmax(state.values))
+        if len(self.arms) > 1 and math.isfinite(state.best):
+            first, last = self._arm_best(state, 0), self._arm_best(state, len(self.arms) - 1)
+            if best != last and self.win_probability(state, first, last) < self.confidence:
+                best = last
+        self._chosen = (key, best)
+        return best
+
+    def _arm_best(self, state: SelectionState, arm: int) -> int:
+        start = sum(self.sizes[:arm])
+        return start + int(np.argmax(state.values[start:start + self.sizes[arm]]))
+
+    def win_probability(self, state: SelectionState, first: int, second: int) -> float:
+        """:func:`win_probability` of candidate ``first`` over ``second`` on the held-out rows, each
+        with its best pass's out-of-fold predictions."""
+        predicted = to_numpy(state.predicted)
+        return win_probability(to_numpy(self.y_held), predicted[:, first], predicted[:, second], self.measure,
+                               None if self.w_held is None else to_numpy(self.w_held))
+
+    def model_key(self, state: SelectionState) -> tuple[int, int]:
+        """What identifies the model :meth:`output` gives: the chosen candidate and its pass."""
+        index = self.best_index(state)
+        return index, state.epochs[index]
+
+    def share(self, state: SelectionState) -> float | None:
+        """The chosen candidate's share of held-out rows predicted positive (None before any pass
+        was scored): the model's threshold puts that share of the training rows above it."""
+        if not math.isfinite(state.best):
+            return None
+        return state.shares[self.best_index(state)]
+
+    def _algorithm(self, index: int) -> Algorithm:
+        """The algorithm of a candidate, with its settings."""
+        arm, candidate = self._locate(index)
+        return dataclasses.replace(self.arms[arm].algorithm, **self.arms[arm].grid[candidate])
+
+    def chosen(self, state: SelectionState) -> Selection:
+        """What the run chose: the best candidate of the best arm, with the evidence."""
+        total = sum(self.sizes)
+        if not math.isfinite(state.best):
+            when = " in its first epoch" if all(d == 1 for d in state.diverged) else ""
+            raise TrainingError(f"training diverged{when} (non-finite weights) with "
+                                f"{', '.join(self._algorithm(c).spec for c in range(total))}; "
+                                f"a smaller step or another loss may help")
+        index = self.best_index(state)
+        candidates = [Candidate(self._algorithm(c).spec, state.values[c], state.epochs[c], state.diverged[c])
+                      for c in range(total)]
+        compared = [{"algorithm": candidates[best].spec, "value": candidates[best].value,
+                     "epochs": candidates[best].epoch}
+                    for best in (self._arm_best(state, arm) for arm in range(len(self.arms)))]
+        return Selection(self._algorithm(index), self.arms[self._locate(index)[0]].loss, state.epochs[index],
+                         state.thresholds[index], state.shares[index], state.values[index], self.rule, candidates,
+                         state.passes, compared if len(self.arms) > 1 else [], state.diverged[index])
+
+
+@dataclass
+class Candidate:
+    """One candidate setting (as an algorithm spec), and how it did on the held-out rows."""
+
+    spec: str
+    value: float  #: the best held-out value over the passes
+    epoch: int  #: the pass that reached it
+    diverged: int = 0  #: the pass where its weights became non-finite (0: never)
+
+
+@dataclass
+class Selection:
+    """What the settings selection chose, and the evidence."""
+
+    algorithm: Algorithm  #: with the chosen settings
+    loss: Any  #: the loss it trained with
+    epochs: int  #: the chosen number of passes
+    threshold: float  #: the best threshold of the out-of-fold scores there
+    share: float  #: the share of the held-out rows predicted positive at that threshold
+    value: float  #: the held-out value of the measure there
+    rule: Rule
+    candidates: list[Candidate] = field(default_factory=list)
+    epochs_run: int = 0  #: passes the selection made (the chosen one plus the patience)
+    #: ``algorithm="auto"``: each algorithm compared on the same folds, and its held-out value.
+    compared: list[dict[str, Any]] = field(default_factory=list)
+    diverged: int = 0  #: the pass where the chosen candidate's weights became non-finite (0: never)
+
+    def report(self) -> dict[str, Any]:
+        """A JSON-ready account (``model.options["selection"]``, ``--json``)."""
+        report = {"rule": str(self.rule), "value": self.value, "epochs": self.epochs, "epochs_run": self.epochs_run,
+                  "threshold": self.threshold, "positive_share": self.share, "algorithm": self.algorithm.spec,
+                  "loss": self.loss.spec,
+                  "candidates": [{"algorithm": c.spec, "value": c.value, "epoch": c.epoch,
+                                  **({"diverged": c.diverged} if c.diverged else {})} for c in self.candidates]}
+        if self.compared:
+            report["compared"] = self.compared
+        return report
+
+
+# -- the one-pass trial (select="none") -----------------------------------------------------
 def choose_settings(algorithm: Algorithm, problem: Problem, X: Any, y: np.ndarray, kept: np.ndarray,
                     seed: int, backend: Backend, weight: np.ndarray | None = None) -> Algorithm:
-    """``algorithm`` with each unset tunable parameter filled by a one-pass trial of its candidates.
+    """``algorithm`` with each unset trial tunable filled by a one-pass trial of its candidates.
 
     ``X`` holds the training rows on the backend (``kept`` indexes those the weights may
     see), ``y`` their ±1 labels and ``weight`` their sample weights (or None) on the host.
     A candidate whose trial diverges is skipped; when all do, the first candidate is kept.
     """
     for tunable in algorithm.tunables:
-        if getattr(algorithm, tunable.name) is not None:
+        if not tunable.trial or getattr(algorithm, tunable.name) is not None:
             continue
         algorithm = _trial(algorithm, tunable.name, tunable.candidates, problem, X, y, weight, kept, seed,
                            backend)

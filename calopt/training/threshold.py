@@ -13,14 +13,15 @@ from typing import Any
 from calopt.backends import device, namespace, to_numpy
 from calopt.measures import Measure
 
-__all__ = ["best_cut", "best_threshold"]
+__all__ = ["best_cut", "best_threshold", "positive_share", "threshold_at_share"]
+
 
 Array = Any
 
 
 def best_cut(scores: Array, y: Array, measure: Measure, weight: Array | None = None) -> tuple[Array, Array]:
     """The threshold on ``scores`` that maximises ``measure`` for labels ``y`` (±1), and its value,
-    as 0-d arrays on the scores' device.
+    as 0-d arrays on the scores' device; for scores (n, S), S columns cut at once ((S,) arrays).
 
     The counts are sums of the sample ``weight`` when given. Cuts fall between distinct
     sorted scores; the threshold is the midpoint of the best cut (one above the highest
@@ -28,29 +29,69 @@ def best_cut(scores: Array, y: Array, measure: Measure, weight: Array | None = N
     with the fewest positive predictions.
     """
     xp = namespace(scores, y)
+    columns = scores if scores.ndim == 2 else xp.reshape(scores, (-1, 1))
+    n = columns.shape[0]
+    if n == 0:
+        zero = xp.zeros(columns.shape[1:], dtype=scores.dtype, device=device(scores))
+        value = measure.from_counts(zero, zero, zero, zero, xp=xp)
+        return (zero, value) if scores.ndim == 2 else (zero[0], value[0])
+    order = xp.argsort(-columns, axis=0, stable=True)
+    sorted_scores = xp.take_along_axis(columns, order, axis=0)
+    flat = xp.reshape(order, (-1,))
+    positive = xp.reshape(xp.take(y, flat), order.shape) > 0  # (n, S) labels in each column's order
+    zero, one = xp.zeros_like(sorted_scores), xp.ones_like(sorted_scores)
+    mass = one if weight is None else xp.reshape(xp.take(weight, flat), order.shape)
+    tp = xp.cumulative_sum(xp.where(positive, mass, zero), axis=0, include_initial=True)
+    fp = xp.cumulative_sum(xp.where(positive, zero, mass), axis=0, include_initial=True)
+    n_pos, n_neg = tp[-1:, :], fp[-1:, :]
+    values = measure.from_counts(tp, fp, n_neg - fp, n_pos - tp, xp=xp)
+    # a cut after position k is valid where the k-th and (k+1)-th scores differ
+    edge = xp.ones((1, columns.shape[1]), dtype=xp.bool, device=device(scores))
+    valid = xp.concat([edge, sorted_scores[:-1, :] > sorted_scores[1:, :], edge], axis=0)
+    values = xp.where(valid, values, xp.full_like(values, -xp.inf))
+    k = xp.argmax(values, axis=0, keepdims=True)  # (1, S)
+    # the scores on each side of cut k (the ends extended by one): the threshold is their midpoint,
+    # or one above the highest score (nothing positive), or one below the lowest (all positive)
+    padded = xp.concat([sorted_scores[:1, :] + 1.0, sorted_scores, sorted_scores[-1:, :] - 1.0], axis=0)
+    above = xp.take_along_axis(padded, k, axis=0)[0, :]
+    below = xp.take_along_axis(padded, k + 1, axis=0)[0, :]
+    k = k[0, :]
+    threshold = xp.where(k == 0, above, xp.where(k == n, below, (above + below) / 2))
+    value = xp.take_along_axis(values, xp.reshape(k, (1, -1)), axis=0)[0, :]
+    return (threshold, value) if scores.ndim == 2 else (threshold[0], value[0])
+
+
+def positive_share(scores: Array, threshold: Array, weight: Array | None = None) -> Array:
+    """The (weighted) share of ``scores`` above ``threshold``, a 0-d array on their device (scores
+    (n, S) and thresholds (S,): one share per column)."""
+    xp = namespace(scores)
+    above = xp.astype(scores > threshold, scores.dtype)
+    if weight is None:
+        return xp.mean(above, axis=0)
+    weight = weight if above.ndim == 1 else weight[:, None]
+    return xp.sum(above * weight, axis=0) / xp.sum(weight)
+
+
+def threshold_at_share(scores: Array, share: float, weight: Array | None = None) -> Array:
+    """The threshold that puts the (weighted) share ``share`` of ``scores`` above it, a 0-d array.
+
+    A cut between sorted scores as :func:`best_cut` makes: the midpoint of the two scores
+    around the cut whose share above is nearest ``share``; one above the highest score for
+    0, one below the lowest for 1.
+    """
+    xp = namespace(scores)
     n = scores.shape[0]
     order = xp.argsort(-scores, stable=True)
     sorted_scores = xp.take(scores, order)
-    positive = xp.take(y, order) > 0
-    zero, one = xp.zeros_like(sorted_scores), xp.ones_like(sorted_scores)
-    mass = one if weight is None else xp.take(weight, order)
-    tp = xp.cumulative_sum(xp.where(positive, mass, zero), include_initial=True)
-    fp = xp.cumulative_sum(xp.where(positive, zero, mass), include_initial=True)
-    n_pos, n_neg = tp[-1], fp[-1]
-    values = measure.from_counts(tp, fp, n_neg - fp, n_pos - tp, xp=xp)
-    # a cut after position k is valid where the k-th and (k+1)-th scores differ
-    edge = xp.ones((1,), dtype=xp.bool, device=device(scores))
-    valid = xp.concat([edge, sorted_scores[:-1] > sorted_scores[1:], edge]) if n else edge
-    values = xp.where(valid, values, xp.full_like(values, -xp.inf))
-    k = xp.argmax(values)
-    if n == 0:
-        return xp.asarray(0.0, dtype=scores.dtype, device=device(scores)), values[0]
-    # the scores on each side of cut k (the ends extended by one): the threshold is their midpoint,
-    # or one above the highest score (nothing positive), or one below the lowest (all positive)
+    mass = xp.ones_like(sorted_scores) if weight is None else xp.take(weight, order)
+    above = xp.cumulative_sum(mass, include_initial=True) / xp.sum(mass)  # share above cut k, k = 0..n
+    distinct = xp.concat([sorted_scores[:-1] > sorted_scores[1:], xp.ones((1,), dtype=xp.bool, device=device(scores))])
+    gap = xp.where(xp.concat([xp.ones((1,), dtype=xp.bool, device=device(scores)), distinct]),
+                   xp.abs(above - share), xp.full_like(above, xp.inf))
+    k = xp.argmin(gap)
     padded = xp.concat([sorted_scores[:1] + 1.0, sorted_scores, sorted_scores[-1:] - 1.0])
-    above, below = xp.unstack(xp.take(padded, xp.stack([k, k + 1])))
-    threshold = xp.where(k == 0, above, xp.where(k == n, below, (above + below) / 2))
-    return threshold, xp.take(values, xp.reshape(k, (1,)))[0]
+    high, low = xp.unstack(xp.take(padded, xp.stack([k, k + 1])))
+    return xp.where(k == 0, high, xp.where(k == n, low, (high + low) / 2))
 
 
 def best_threshold(scores: Array, y: Array, measure: Measure, weight: Array | None = None) -> tuple[float, float]:

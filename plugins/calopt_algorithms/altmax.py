@@ -23,6 +23,7 @@ from calopt.algorithms import (
     Part,
     Problem,
     Tunable,
+    column,
     reward_terms,
     step_size,
     weighted_reward_gradient,
@@ -50,13 +51,14 @@ def _rate_sums(w: Array, b: Array, batch: Batch, problem: Problem, level_kind: s
         reward, _ = reward_terms(w, b, X, y, problem.loss, xp=xp, weight=weight)
     else:
         scores = X @ w + b
-        reward = xp.astype(xp.where(y > 0, scores > 0, scores <= 0), problem.dtype)
+        reward = xp.astype(xp.where(column(y, scores) > 0, scores > 0, scores <= 0), problem.dtype)
         reward = reward if weight is None else reward * weight
     # With y ∈ {−1, +1}: Σ₊ r = (Σ r + Σ y·r)/2, n₊ = (n + Σ y)/2 and likewise for the
     # negatives, from dot products (xp.sum costs several times more on a small batch).
-    ones = y * y if weight is None else weight
-    reward_sum, reward_signed, label_sum = reward @ (y * y), reward @ y, y @ ones
-    size = y.shape[0] if weight is None else ones @ (y * y)
+    ones = y * y
+    reward_sum, reward_signed = ones @ reward, y @ reward
+    label_sum = y @ ones if weight is None else y @ weight
+    size = y.shape[0] if weight is None else ones @ weight
     return (
         (reward_sum + reward_signed) * 0.5,
         (label_sum + size) * 0.5,
@@ -77,7 +79,9 @@ def _level_from_sums(sums: tuple, old_level: Array, problem: Problem) -> Array:
 @dataclasses.dataclass(frozen=True)
 class _AltMax(Algorithm):
     family: ClassVar[str] = "pseudo-linear"
-    tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (1.0, 10.0, 100.0)),)
+    tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (1.0, 10.0, 100.0)),
+                                               Tunable("radius", (None, 1.0), trial=False))
+    stackable: ClassVar[bool] = True
 
     #: Step scale η₀ (η_t = η₀/√t, t restarting with each model stage); unset: tuned.
     step: float | None = None
@@ -156,7 +160,7 @@ class Stamp(_AltMax):
         return int(self.stage_length * self.growth**stage)
 
     def init(self, problem: Problem) -> StampState:
-        w, b, zero = problem.zeros(problem.n_features), problem.scalar(0.0), problem.scalar(0.0)
+        w, b, zero = problem.coef_zeros(), problem.constant(0.0), problem.constant(0.0)
         return StampState(w, b, zero, 0, 0, 0, 0, w, b, (zero, zero, zero, zero), _STAGE_MEAN.init((w, b)))
 
     def update(self, state: StampState, batch: Batch, problem: Problem) -> StampState:
@@ -171,7 +175,7 @@ class Stamp(_AltMax):
             if seen < self._model_length(state.stage):  # (a new tuple: cheaper than _replace)
                 return StampState(w, b, state.level, state.stage, 0, seen, t, state.w_stage,
                                   state.b_stage, state.sums, stage_mean)
-            zero = problem.scalar(0.0)
+            zero = problem.constant(0.0)
             stage_w, stage_b = stage_mean.mean if self.average else (w, b)
             return state._replace(w=w, b=b, t=t, phase=1, seen=0, w_stage=stage_w, b_stage=stage_b,
                                   sums=(zero,) * 4, stage_mean=stage_mean)
@@ -211,6 +215,8 @@ class Amp(_AltMax):
     """AMP: alternate maximisation for pseudo-linear measures, batch levels (paper 002, Alg. 2)."""
 
     name: ClassVar[str] = "amp"
+    #: Its stopping rule reads the level on the host: one model at a time.
+    stackable: ClassVar[bool] = False
 
     #: Passes of stochastic ascent on V(·, v) per outer step (the inner solver).
     inner_epochs: int = 1
@@ -223,8 +229,7 @@ class Amp(_AltMax):
         self.require(self.tol >= 0, f"tol must be ≥ 0, got {self.tol!r}")
 
     def init(self, problem: Problem) -> AmpState:
-        return AmpState(problem.zeros(problem.n_features), problem.scalar(0.0),
-                        problem.scalar(0.0), 0, 0, math.inf)
+        return AmpState(problem.coef_zeros(), problem.constant(0.0), problem.constant(0.0), 0, 0, math.inf)
 
     def parts(self) -> tuple[Part, ...]:
         """The ball W, when ``radius`` is set."""

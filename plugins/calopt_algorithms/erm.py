@@ -19,7 +19,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from calopt.algorithms import Algorithm, Batch, IterateAverage, Part, Problem, Tunable, step_size
+from calopt.algorithms import Algorithm, Batch, IterateAverage, Part, Problem, Tunable, column, step_size
 from calopt.backends import is_sparse
 from calopt.errors import ParameterError
 
@@ -35,13 +35,15 @@ def _loss_gradient(w: Array, b: Array, batch: Batch, problem: Problem,
     """
     xp, loss = problem.xp, problem.loss
     X, y, weight = batch
-    margins = y * (X @ w + b)
+    scores = X @ w + b
+    y = column(y, scores)
+    margins = y * scores
     coef = loss.derivative(margins, xp=xp) * y
     losses = loss.value(margins, xp=xp) if value else None
     if weight is not None:
         coef = coef * weight
         losses = None if losses is None else losses * weight
-    return None if losses is None else xp.sum(losses), X.T @ coef, xp.sum(coef)
+    return None if losses is None else xp.sum(losses, axis=0), X.T @ coef, xp.sum(coef, axis=0)
 
 
 def _gram_sums(X: Array, weight: Array | None, problem: Problem) -> tuple[Array, Array]:
@@ -103,6 +105,9 @@ class _Erm(Algorithm):
     #: L2 regularisation λ of (1/m)·Σ F(y·s) + λ‖w‖² (the intercept is not regularised).
     l2: float = 1e-6
 
+    #: λ is chosen on held-out rows when not given (the selection; the trial keeps 1e-6).
+    tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("l2", (1e-6, 1e-4, 1e-2), trial=False),)
+
     def check_params(self) -> None:
         self.require(isinstance(self.l2, (int, float)) and math.isfinite(self.l2) and self.l2 >= 0,
                      f"l2 must be a finite number ≥ 0, got {self.l2!r}")
@@ -126,7 +131,9 @@ class Sgd(_Erm):
     """
 
     name: ClassVar[str] = "sgd"
-    tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (0.1, 1.0, 10.0)),)
+    tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (0.1, 1.0, 10.0)),
+                                               Tunable("l2", (1e-6, 1e-4, 1e-2), trial=False))
+    stackable: ClassVar[bool] = True
 
     #: Step scale η₀ (η_t = η₀/√t); unset: chosen on held-out data.
     step: float | None = None
@@ -143,8 +150,7 @@ class Sgd(_Erm):
         return (IterateAverage(),) if self.average else ()
 
     def init(self, problem: Problem) -> SgdState:
-        w, b = problem.zeros(problem.n_features), problem.scalar(0.0)
-        return SgdState(0, w, b)
+        return SgdState(0, problem.coef_zeros(), problem.constant(0.0))
 
     def update(self, state: SgdState, batch: Batch, problem: Problem) -> SgdState:
         t = state.t + 1

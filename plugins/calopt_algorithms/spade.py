@@ -13,6 +13,7 @@ from calopt.algorithms import (
     Part,
     Problem,
     Tunable,
+    column,
     reward_terms,
     step_size,
     weighted_reward_gradient,
@@ -37,7 +38,9 @@ class Spade(Algorithm):
 
     name: ClassVar[str] = "spade"
     family: ClassVar[str] = "concave"
-    tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (1.0, 10.0, 100.0)),)
+    tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (1.0, 10.0, 100.0)),
+                                               Tunable("radius", (None, 1.0), trial=False))
+    stackable: ClassVar[bool] = True
 
     #: Primal step scale η₀ (η_t = η₀/√t); unset: chosen on held-out data.
     step: float | None = None
@@ -64,20 +67,21 @@ class Spade(Algorithm):
 
     def init(self, problem: Problem) -> SpadeState:
         alpha, beta = problem.measure.dual_start
-        w, b = problem.zeros(problem.n_features), problem.scalar(0.0)
-        return SpadeState(0, w, b, problem.scalar(alpha), problem.scalar(beta))
+        return SpadeState(0, problem.coef_zeros(), problem.constant(0.0), problem.constant(alpha),
+                          problem.constant(beta))
 
     def update(self, state: SpadeState, batch: Batch, problem: Problem) -> SpadeState:
         xp, p, measure = problem.xp, problem.positive_rate, problem.measure
         X, y, weight = batch
         t, size = state.t + 1, y.shape[0]
-        positive, ones = y > 0, y * y  # y ∈ {−1, +1}: y·y is a vector of ones
+        ones = y * y  # y ∈ {−1, +1}: y·y is a vector of ones
         reward, dr_ds = reward_terms(state.w, state.b, X, y, problem.loss, xp=xp, weight=weight)
+        positive = column(y, dr_ds) > 0
         if not measure.lipschitz:  # G-mean: rewards offset by ε(t) = t^(-1/4) (Theorem 5)
             reward = reward + (t**-0.25 if weight is None else t**-0.25 * weight)
         # Σ r and Σ y·r as dot products (xp.sum costs several times more on a small
         # batch); the class sums are Σ₊ r = (Σ r + Σ y·r)/2 and Σ₋ r = (Σ r − Σ y·r)/2.
-        reward_sum, reward_signed = reward @ ones, reward @ y
+        reward_sum, reward_signed = ones @ reward, y @ reward
         # Primal ascent (steps 5-9), the step η_t folded into the gradient's weights; the loop
         # projects onto W (BallProjection).
         eta = step_size(self.step if self.step is not None else 1.0, t)
@@ -91,7 +95,7 @@ class Spade(Algorithm):
             state.alpha, state.beta, xp=xp
         )
         alpha, beta = state.alpha, state.beta
-        host = measure.float_projection and is_numpy(xp)
+        host = measure.float_projection and is_numpy(xp) and alpha.ndim == 0
         if host:  # on NumPy, the scalar step on Python floats (calopt.scalars): no ufunc calls
             alpha, beta, reward_sum, reward_signed = map(float, (alpha, beta, reward_sum, reward_signed))
         alpha, beta = measure.project(

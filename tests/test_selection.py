@@ -1,0 +1,296 @@
+"""The settings selection (calopt.training.selection): the rule, the folds, the stacked
+candidates, the held-out values against independent computations, early stopping,
+``algorithm="auto"`` and resuming a selection run."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import f1_score
+
+import calopt
+from calopt import registry
+from calopt.errors import ParameterError, TrainingInterrupted
+from calopt.training.loop import CONVERGED, MAXITER
+from calopt.training.threshold import threshold_at_share
+from calopt.training.selection import (
+    FOLDS,
+    Rule,
+    fold_weights,
+    folds_of,
+    parse_rule,
+    resolve_rule,
+    win_probability,
+)
+
+
+def _data(n=240, d=5, rate=0.25, seed=0, noise=0.8):
+    """A linear rule with label noise: positives are the top ``rate`` of x·v + noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    z = X @ np.linspace(1.0, 0.2, d) + noise * rng.normal(size=n)
+    y = np.where(z > np.quantile(z, 1 - rate), 1.0, -1.0)
+    return X, y
+
+
+# -- the rule ---------------------------------------------------------------------------------
+def test_rules_parse_and_refuse_what_they_cannot_mean():
+    assert parse_rule("cv:3") == Rule("cv", folds=3) and parse_rule("CV") == Rule("cv", folds=FOLDS)
+    assert parse_rule("holdout:0.3") == Rule("holdout", fraction=0.3) and parse_rule("none") == Rule("none")
+    assert parse_rule("auto") is None
+    for bad in ("cv:1", "cv:x", "holdout:1", "holdout:0", "kfold", "none:2", "auto:3"):
+        with pytest.raises(ParameterError, match=r"expected auto, none, cv:K \(K ≥ 2\) or holdout:F"):
+            parse_rule(bad)
+
+
+@pytest.mark.parametrize("positives, expected", [(12, "cv:5"), (499, "cv:5"), (500, "holdout:0.2"),
+                                                 (3, "cv:3"), (1, "none")])
+def test_the_automatic_rule_follows_the_smaller_class(positives, expected):
+    y = np.where(np.arange(2000) < positives, 1.0, -1.0)
+    assert str(resolve_rule(None, y)) == expected
+
+
+def test_a_given_rule_needs_rows_of_the_smaller_class_in_every_fold():
+    y = np.where(np.arange(100) < 3, 1.0, -1.0)
+    with pytest.raises(ParameterError, match="select=cv:5: the smaller class has 3 rows, fewer than the folds"):
+        resolve_rule(Rule("cv", folds=5), y)
+    with pytest.raises(ParameterError, match="too few to hold some out"):
+        resolve_rule(Rule("holdout", fraction=0.1), y)
+
+
+def test_folds_are_stratified_and_each_model_sees_the_rest():
+    y = np.where(np.arange(103) % 4 == 0, 1.0, -1.0)  # 26 positives
+    folds = folds_of(y, Rule("cv", folds=5), seed=1)
+    assert sorted(np.bincount(folds[y > 0])) == [5, 5, 5, 5, 6]
+    weights = fold_weights(folds, 5, None)
+    assert weights.shape == (103, 6)
+    np.testing.assert_allclose(weights.mean(axis=0), 1.0)
+    for k in range(5):  # fold k's model: no weight on fold k, the same weight on every other row
+        assert np.all(weights[folds == k, k] == 0) and np.ptp(weights[folds != k, k]) == 0
+    split = folds_of(y, Rule("holdout", fraction=0.2), seed=1)
+    assert set(split) == {-1, 0} and np.sum((split == 0) & (y > 0)) == round(0.2 * 26)
+
+
+# -- the plug-in route: L-BFGS converges to LogisticRegression ------------------------------------
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+def test_lbfgs_reaches_logistic_regression(C, sparse):
+    X, y = _data(n=300, d=6, seed=3)
+    X_in = scipy.sparse.csr_matrix(X) if sparse else X
+    model = calopt.fit(X_in, y, algorithm=f"lbfgs:C={C},tol=0", epochs=100, select="none", scale=False,
+                       tune_threshold=False)
+    reference = LogisticRegression(C=C, tol=1e-12, max_iter=10_000).fit(X, y)
+    np.testing.assert_allclose(model.coef, reference.coef_[0], atol=1e-6)
+    assert model.intercept == pytest.approx(reference.intercept_[0], abs=1e-6)
+
+
+# -- the stacked run is the candidates run one by one -----------------------------------------------
+@pytest.mark.parametrize("name, measure", [("spade", "gmean"), ("stamp", "f1"), ("sgd", "f1"), ("lbfgs", "f1")])
+def test_stacked_candidates_equal_separate_runs(monkeypatch, name, measure):
+    """A stackable algorithm trains every candidate × fold as columns of one model; the same
+    selection with each model trained on its own gives the same values, passes and model."""
+    X, y = _data(seed=5)
+    options = dict(measure=measure, algorithm=name, select="cv:3", epochs=4, batch_size=32, seed=2)
+    stacked = calopt.fit(X, y, **options)
+    monkeypatch.setattr(type(registry.get_algorithm(name)), "stackable", False)
+    separate = calopt.fit(X, y, **options)
+    got, want = separate.options["selection"], stacked.options["selection"]
+    assert [c["algorithm"] for c in got["candidates"]] == [c["algorithm"] for c in want["candidates"]]
+    np.testing.assert_allclose([c["value"] for c in got["candidates"]], [c["value"] for c in want["candidates"]],
+                               rtol=1e-9)
+    assert separate.algorithm == stacked.algorithm
+    np.testing.assert_allclose(separate.coef, stacked.coef, rtol=1e-8, atol=1e-10)
+    assert separate.intercept == pytest.approx(stacked.intercept, rel=1e-8, abs=1e-10)
+
+
+# -- the held-out value is the measure of the out-of-fold scores ---------------------------------
+@pytest.mark.parametrize("rule", ["holdout:0.25", "cv:3"])
+def test_the_held_out_value_is_f1_of_the_out_of_fold_scores(rule):
+    """L-BFGS uses every row of a pass, so fold k's model is L-BFGS on the other rows (its
+    penalty per row kept: C·n/n_k); the value is the best F1 over cuts of the scores each
+    held-out row gets from the model that did not see it (scikit-learn's f1_score)."""
+    X, y = _data(n=200, seed=7)
+    C, epochs = 1.0, 6
+    model = calopt.fit(X, y, algorithm=f"lbfgs:C={C}", select=rule, epochs=epochs, scale=False, seed=4)
+    folds = folds_of(y, parse_rule(rule), seed=4)
+    held = folds >= 0
+    scores = np.empty(y.size)
+    for k in np.unique(folds[held]):
+        train = folds != k
+        fold_model = calopt.fit(X[train], y[train], algorithm=f"lbfgs:C={C * y.size / train.sum()}",
+                                select="none", epochs=epochs, scale=False, tune_threshold=False)
+        scores[folds == k] = fold_model.decision_function(X[folds == k])
+    s, t = scores[held], y[held]
+    cuts = np.concatenate([[s.max() + 1], np.unique(s) - 1e-9])
+    best = max(f1_score(t, np.where(s > c, 1.0, -1.0), zero_division=0) for c in cuts)
+    assert model.options["selection"]["value"] == pytest.approx(best, abs=1e-12)
+    # the model is the refit on every row, with the chosen settings and passes
+    refit = calopt.fit(X, y, algorithm=f"lbfgs:C={C}", select="none", epochs=epochs, scale=False,
+                       tune_threshold=False)
+    np.testing.assert_allclose(model.coef, refit.coef, rtol=1e-8)
+
+
+# -- the threshold: the positive share chosen on held-out rows ---------------------------------------
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("share", [0.0, 0.1, 0.37, 1.0])
+def test_threshold_at_share_is_the_nearest_cut(share, weighted):
+    """Brute force over every cut between distinct scores (and beyond both ends): the threshold's
+    share above is the nearest to ``share`` there is."""
+    rng = np.random.default_rng(2)
+    scores = np.round(rng.normal(size=150), 1)  # ties
+    weight = rng.integers(1, 4, 150).astype(float) if weighted else None
+    mass = np.ones(150) if weight is None else weight
+
+    def above(t):
+        return float(np.sum(mass[scores > t]) / np.sum(mass))
+
+    distinct = np.unique(scores)
+    cuts = np.concatenate([[distinct[-1] + 1], (distinct[:-1] + distinct[1:]) / 2, [distinct[0] - 1]])
+    nearest = min(abs(above(c) - share) for c in cuts)
+    threshold = float(threshold_at_share(scores, share, weight))
+    assert abs(above(threshold) - share) == pytest.approx(nearest, abs=1e-12)
+
+
+def test_with_few_positives_the_threshold_comes_from_every_row_held_out_once():
+    """12 positives: five folds (each positive scored once by a model that did not see it); the
+    model predicts positive the share of its training rows the out-of-fold scores did."""
+    X, y = _data(n=400, rate=0.03, seed=11, noise=0.3)
+    assert np.sum(y > 0) == 12
+    model = calopt.fit(X, y, measure="f1", algorithm="lbfgs", max_epochs=10, seed=0)
+    chosen = model.options["selection"]
+    assert chosen["rule"] == "cv:5"
+    share = np.mean(model.decision_function(X) > 0)
+    assert abs(share - chosen["positive_share"]) <= 1 / 400
+
+
+# -- passes: early stopping, the cap, and --epochs ------------------------------------------------
+def test_training_stops_when_no_candidate_improved_for_patience_passes():
+    X, y = _data(n=300, seed=8)
+    model = calopt.fit(X, y, measure="f1", algorithm="stamp", patience=3, max_epochs=60, seed=1)
+    chosen = model.options["selection"]
+    assert model.status == CONVERGED
+    best = max(chosen["candidates"], key=lambda c: c["value"])  # the best value over every candidate
+    assert chosen["epochs_run"] == best["epoch"] + 3 and chosen["value"] == best["value"]
+    assert model.options["epochs"] == chosen["epochs"] <= chosen["epochs_run"] < 60
+    assert [row["epoch"] for row in model.history] == list(range(1, chosen["epochs_run"] + 1))
+    # the history's held-out value is the best so far: it never decreases
+    validation = [row["validation"] for row in model.history]
+    assert validation == sorted(validation) and validation[-1] == pytest.approx(chosen["value"])
+
+
+def test_a_selection_may_choose_the_constant_model_on_held_out_evidence():
+    """Labels independent of X, 3% positives: for Gower-Legendre (accuracy-like) predicting every
+    row negative is best, which L-BFGS's first pass (w = 0) does; that is a model, not a failure."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(600, 4)), np.where(rng.random(600) < 0.03, 1.0, -1.0)
+    model = calopt.fit(X, y, measure="gower-legendre", algorithm="lbfgs", patience=2, max_epochs=6)
+    chosen = model.options["selection"]
+    assert chosen["epochs"] == 1 and np.all(model.coef == 0) and np.all(model.predict(X) == -1)
+    negatives = np.mean(y < 0)
+    assert chosen["value"] == pytest.approx(negatives / (negatives + 0.5 * (1 - negatives)))
+
+
+def test_max_epochs_caps_a_run_that_keeps_improving():
+    X, y = _data(n=300, seed=8)
+    model = calopt.fit(X, y, measure="f1", algorithm="stamp", patience=100, max_epochs=5, seed=1)
+    assert model.status == MAXITER and model.options["selection"]["epochs_run"] == 5
+
+
+def test_epochs_force_the_passes_and_the_settings_are_still_chosen():
+    X, y = _data(n=300, seed=8)
+    model = calopt.fit(X, y, measure="gmean", algorithm="spade", epochs=4, seed=1)
+    chosen = model.options["selection"]
+    assert chosen["epochs"] == chosen["epochs_run"] == model.options["epochs"] == 4
+    assert all(c["epoch"] == 4 for c in chosen["candidates"])  # each candidate's value at pass 4
+    assert len(chosen["candidates"]) == 6 and model.algorithm == chosen["algorithm"]
+    assert len(model.history) == 4
+
+
+def test_given_settings_are_not_searched():
+    X, y = _data(n=300, seed=8)
+    model = calopt.fit(X, y, measure="gmean", algorithm="spade:step=10", epochs=2, seed=1)
+    assert [c["algorithm"] for c in model.options["selection"]["candidates"]] == [
+        "spade:step=10.0", "spade:step=10.0,radius=1.0"]
+
+
+def test_select_none_is_the_one_pass_trial_and_ten_passes():
+    X, y = _data(n=300, seed=8)
+    model = calopt.fit(X, y, measure="f1", select="none", seed=1)
+    assert "selection" not in model.options and model.options["select"] == "none"
+    assert model.options["epochs"] == 10 and len(model.history) == 10
+
+
+def test_an_algorithm_with_its_own_reader_is_not_cross_fitted():
+    """SLND trains on its balanced, preconditioned reader: the automatic rule is none, a given
+    rule an error."""
+    X, y = _data(n=300, seed=8)
+    model = calopt.fit(X, y, algorithm="slnd", measure="f1")
+    assert "selection" not in model.options and model.options["select"] == "none"
+    assert model.options["epochs"] == 10
+    with pytest.raises(ParameterError, match="select=cv:5: algorithm 'slnd' trains on a reader of its own"):
+        calopt.fit(X, y, algorithm="slnd", select="cv:5")
+
+
+# -- algorithm="auto" ---------------------------------------------------------------------------
+def test_auto_compares_the_measures_solver_with_the_plug_in_route_on_the_same_folds():
+    X, y = _data(n=300, seed=9)
+    model = calopt.fit(X, y, measure="gmean", algorithm="auto", max_epochs=8, seed=0)
+    chosen = model.options["selection"]
+    own, route = chosen["compared"]
+    assert own["algorithm"].startswith("spade") and route["algorithm"].startswith("lbfgs")
+    assert model.algorithm in (own["algorithm"], route["algorithm"])
+    if model.algorithm == own["algorithm"]:  # the direct solver must have won on the held-out rows
+        assert own["value"] > route["value"]
+    spade = [c for c in chosen["candidates"] if c["algorithm"].startswith("spade")]
+    assert len(spade) == 6 and len(chosen["candidates"]) == 9
+    assert model.loss == ("logistic" if model.algorithm.startswith("lbfgs") else "hinge")
+
+
+def _bootstrap_reference(y, first, second, measure, resamples, seed):
+    """The paired bootstrap with a loop over resamples: rows drawn with replacement."""
+    rng = np.random.default_rng(seed)
+    wins = 0
+    for _ in range(resamples):
+        rows = rng.integers(0, y.size, y.size)
+        wins += (f1_score(y[rows], first[rows], zero_division=0) > f1_score(y[rows], second[rows], zero_division=0))
+    return wins / resamples
+
+
+def test_win_probability_is_the_paired_bootstrap():
+    rng = np.random.default_rng(3)
+    y = np.where(rng.random(400) < 0.2, 1.0, -1.0)
+    good = np.where(rng.random(400) < 0.85, y, -y)  # 85% right
+    fair = np.where(rng.random(400) < 0.78, y, -y)
+    measure = calopt.get_measure("f1")
+    assert win_probability(y, good, good, measure) == 0.0  # a tie is not a win
+    assert win_probability(y, y, -y, measure) == 1.0
+    reference = _bootstrap_reference(y, good, fair, measure, 2000, seed=5)
+    assert win_probability(y, good, fair, measure, resamples=20_000) == pytest.approx(reference, abs=0.03)
+    weighted = win_probability(y, good, fair, measure, weight=np.full(400, 2.0), resamples=20_000)
+    assert weighted == pytest.approx(reference, abs=0.03)
+
+
+# -- a selection run resumes exactly ----------------------------------------------------------------
+def test_an_interrupted_selection_resumes_to_the_same_model(tmp_path):
+    X, y = _data(n=200, seed=10)
+    options = dict(measure="gmean", algorithm="auto", patience=2, max_epochs=6, batch_size=32, seed=3)
+    reference = calopt.fit(X, y, **options)
+    calls = 0
+
+    def stop():
+        nonlocal calls
+        calls += 1
+        return calls == 11  # mid-way through the second pass
+
+    path = tmp_path / "selection.npz"
+    with pytest.raises(TrainingInterrupted):
+        calopt.fit(X, y, **options, checkpoint=path, interrupt=stop)
+    resumed = calopt.fit(X, y, **options, resume=path)
+    np.testing.assert_array_equal(resumed.coef, reference.coef)
+    assert resumed.intercept == reference.intercept and resumed.algorithm == reference.algorithm
+    assert resumed.options["selection"] == reference.options["selection"]
+    assert math.isfinite(resumed.options["selection"]["value"])
