@@ -61,7 +61,7 @@ def time_fit(X, y, algorithm: str, measure: str, backend: str, epochs: int, devi
     """Per-epoch loop time of calopt.fit after a one-epoch warm-up (the first pass over new
     memory pays its page faults, and CuPy compiles its kernels on first use)."""
     options = dict(measure=measure, algorithm=f"{algorithm}:step={STEP}", backend=backend,
-                   dtype="float32", device=device, seed=0)
+                   dtype="float32", device=device, seed=0, select="none")  # the loop alone, no selection
     calopt.fit(X, y, epochs=1, **options)
     model = calopt.fit(X, y, epochs=epochs, **options)
     cumulative = [0.0] + [row["seconds"] for row in model.history]

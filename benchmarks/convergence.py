@@ -30,7 +30,7 @@ def main():
         train, test = datasets.load(name, "train"), datasets.load(name, "test")
         for measure, algorithm in RUNS:
             model = calopt.fit(train.X, train.labels, measure=measure, algorithm=algorithm,
-                               epochs=args.epochs, eval_set=(test.X, test.labels))
+                               epochs=args.epochs, eval_set=(test.X, test.labels), select="none")
             curve = {"dataset": name, "measure": measure, "algorithm": model.algorithm,
                      "test": [row["test"] for row in model.history],
                      "seconds": [row["seconds"] for row in model.history]}

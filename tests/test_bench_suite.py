@@ -91,3 +91,23 @@ def test_measures_from_counts():
     assert value["gower-legendre"] == pytest.approx(93 / 96.5)
     assert value["gmean"] == pytest.approx((8 / 13 * 85 / 87) ** 0.5)
     assert suite.measure_from_counts("hmean", 0, 0, 10, 5) == 0.0  # 0/0 counts as 0
+
+
+def test_across_splits_averages_each_variant_and_counts_the_auto_choices(tmp_path, monkeypatch):
+    """--report --across: one row per (variant, split) with the criteria, their mean, and the
+    arms an ``auto`` variant chose, from results files written here by hand."""
+    monkeypatch.setattr(suite, "RESULTS", tmp_path)
+    monkeypatch.setattr(suite, "ROUTE_FILE", tmp_path / "suite_route.json")
+    keys = [f"{name}|f1|split{s}" for s in (0, 1) for name in ("A", "B")]
+    route = {"cells": {k: {"value": 0.5, "seconds": 2.0} for k in keys}, "datasets": {}}
+    suite.write_results(tmp_path / "suite_route.json", route)
+    info = {"A": {"train_rows": 500, "test_positives": 40}, "B": {"train_rows": 900, "test_positives": 10}}
+    for s, (a, b) in enumerate([(0.53, 0.47), (0.495, 0.525)]):
+        cells = {f"A|f1|split{s}": {"value": a, "seconds": 1.0, "algorithm": "lbfgs:C=10.0"},
+                 f"B|f1|split{s}": {"value": b, "seconds": 0.5, "algorithm": "stamp:step=10.0"}}
+        suite.write_results(tmp_path / f"suite_auto-s{s}.json", {"cells": cells, "datasets": info})
+    text = suite.across(["auto"], [0, 1], ["f1"])
+    assert "| auto | 0 | 2 | +0.0000 | +0.0000 | 1.000 | 0 | 0.38 |" in text  # margins +0.03, −0.03
+    assert "| auto | 1 | 2 | +0.0100 | +0.0100 | 1.000 | 0 | 0.38 |" in text  # −0.005, +0.025
+    assert "| **auto** | mean | 4 | +0.0050 | +0.0050 | 1.000 | 0.0 | 0.38 |" in text
+    assert "auto split 0: the measure's own solver in 1 cells, the plug-in route in 1" in text

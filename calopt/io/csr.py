@@ -33,6 +33,19 @@ def fast_products(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray) -> 
     return csr_matvec is not None and indices.dtype == indptr.dtype and data.dtype.kind == "f"
 
 
+def _product(matvec: Any, matvecs: Any, shape: tuple[int, int], rows: Any, other: np.ndarray) -> np.ndarray:
+    """``matvec``/``matvecs`` (SciPy's sparsetools kernels) of the CSR arrays of ``rows`` with a dense
+    vector or matrix ``other``; ``shape`` is the (out rows, inner) shape the kernel sees."""
+    out_rows, inner = shape
+    if other.ndim == 1:
+        out = np.zeros(out_rows, dtype=rows.data.dtype)
+        matvec(out_rows, inner, rows.indptr, rows.indices, rows.data, other, out)
+    else:
+        out = np.zeros((out_rows, other.shape[1]), dtype=rows.data.dtype)
+        matvecs(out_rows, inner, other.shape[1], rows.indptr, rows.indices, rows.data, other.ravel(), out.ravel())
+    return out
+
+
 class CsrRows:
     """Consecutive rows of a CSR matrix given by its ``data`` and ``indices`` arrays and a
     slice ``indptr`` of its row pointers (not rebased): a (len(indptr) − 1) × d batch.
@@ -83,15 +96,7 @@ class CsrRows:
 
     def __matmul__(self, other: Any) -> Any:
         if self._takes(other) and other.shape[0] == self.shape[1]:
-            rows, columns = self.shape
-            if other.ndim == 1:
-                out = np.zeros(rows, dtype=self.data.dtype)
-                csr_matvec(rows, columns, self.indptr, self.indices, self.data, other, out)
-            else:
-                out = np.zeros((rows, other.shape[1]), dtype=self.data.dtype)
-                csr_matvecs(rows, columns, other.shape[1], self.indptr, self.indices, self.data, other.ravel(),
-                            out.ravel())
-            return out
+            return _product(csr_matvec, csr_matvecs, self.shape, self, other)
         return self.tocsr() @ _unwrap(other)
 
     def __rmatmul__(self, other: Any) -> Any:
@@ -134,14 +139,7 @@ class _TransposedRows:
     def __matmul__(self, other: Any) -> Any:
         rows = self.rows
         if rows._takes(other) and other.shape[0] == rows.shape[0]:
-            n, d = rows.shape
-            if other.ndim == 1:
-                out = np.zeros(d, dtype=rows.data.dtype)
-                csc_matvec(d, n, rows.indptr, rows.indices, rows.data, other, out)
-            else:
-                out = np.zeros((d, other.shape[1]), dtype=rows.data.dtype)
-                csc_matvecs(d, n, other.shape[1], rows.indptr, rows.indices, rows.data, other.ravel(), out.ravel())
-            return out
+            return _product(csc_matvec, csc_matvecs, rows.shape[::-1], rows, other)
         return rows.tocsr().T @ _unwrap(other)
 
     def __rmatmul__(self, other: Any) -> Any:
