@@ -19,9 +19,10 @@ the algorithm:
 
 A first exact round gathers what the loop needs: the rows, the classes and their
 counts, and each feature's max-abs (the scaling). Settings: the cross-fitted selection
-needs every fold's model on every shard and is not done; a run is ``select="none"``: the
-one-pass step trial runs on the first shard, on that worker (its held-out 20%), as a
-single-process run does on all the data. The decision threshold is tuned on the
+needs every fold's model on every shard and is not done; a run is ``select="none"``: every
+worker runs the one-pass step trial on its own rows (one pass on 80%, at most
+``TRIAL_ROWS``) and sends each candidate's scores on its held-out 20%; the client keeps
+the candidate with the best measure on the union, tuned as the single process tunes it. The decision threshold is tuned on the
 training rows: each worker sends its scores (8 bytes a row, once, at the end) and the
 client cuts them as :func:`~calopt.training.threshold.best_cut` does.
 
@@ -60,7 +61,7 @@ from calopt.measures import confusion_counts
 from calopt.models.linear import LinearModel
 from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint
 from calopt.training.loop import CONVERGED, INTERRUPTED, MAXITER, NONFINITE, EpochRecord, LoopResult, Trainer
-from calopt.training.selection import choose_settings
+from calopt.training.selection import best_candidate, trial_scores
 from calopt.training.threshold import best_cut
 from calopt.version import __version__
 
@@ -188,11 +189,28 @@ def _on_worker(problem: Problem, dtype: str) -> Problem:
     return problem._replace(xp=backend.xp, dtype=backend.dtype, device=backend.device)
 
 
-def _choose(shard: Shard, algorithm: Algorithm, problem: Problem, seed: int) -> Algorithm:
-    """The one-pass step trial of ``select="none"`` on this shard (its held-out 20%)."""
+def _trial_scores(shard: Shard, algorithm: Algorithm, problem: Problem, seed: int, name: str,
+                  candidates: tuple[Any, ...]) -> tuple[list[np.ndarray | None], np.ndarray, Any]:
+    """The step trial of ``select="none"`` on this shard: each candidate's scores on its held-out 20%."""
     backend = get_backend("numpy", dtype=shard.dtype)
-    return choose_settings(algorithm, _on_worker(problem, shard.dtype), shard.X, shard.y,
-                           np.arange(shard.y.size), seed, backend)
+    return trial_scores(algorithm, name, candidates, _on_worker(problem, shard.dtype), shard.X, shard.y, None,
+                        np.arange(shard.y.size), seed, backend)
+
+
+def _choose(shards: _Shards, algorithm: Algorithm, problem: Problem, seed: int) -> Algorithm:
+    """``algorithm`` with each unset trial tunable chosen as :func:`~calopt.training.selection.choose_settings`
+    does, every worker running the trial on its rows: a candidate is judged on the union of the
+    workers' held-out rows (one worker: the single-process trial itself)."""
+    for tunable in algorithm.tunables:
+        if not tunable.trial or getattr(algorithm, tunable.name) is not None:
+            continue
+        parts = shards.map(_trial_scores, algorithm, problem, seed, tunable.name, tunable.candidates,
+                           what="the step trial")
+        scores = [None if any(part[0][c] is None for part in parts) else
+                  np.concatenate([part[0][c] for part in parts]) for c in range(len(tunable.candidates))]
+        algorithm = best_candidate(algorithm, tunable.name, tunable.candidates, scores,
+                                   np.concatenate([part[1] for part in parts]), None, problem.measure)
+    return algorithm
 
 
 @np.errstate(over="ignore", invalid="ignore", divide="ignore")
@@ -374,15 +392,15 @@ def fit_on_cluster(
     (NumPy or scipy.sparse) with labels ``y``, whose rows ``i::W`` are scattered to worker
     i once. ``local_steps``: mini-batch updates per worker per round in local mode
     (default: one pass over the worker's shard); ``epochs`` counts rounds. The other
-    arguments are :func:`calopt.fit`'s; ``select`` must be ``"none"`` (the step trial on the
-    first shard), and ``"auto"`` means it here.
+    arguments are :func:`calopt.fit`'s; ``select`` must be ``"none"`` (the step trial on every
+    worker's held-out rows), and ``"auto"`` means it here.
     """
     for name, value in (("epochs", epochs), ("batch_size", batch_size), ("local_steps", local_steps)):
         if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
             raise ParameterError(f"{name} must be a whole number ≥ 1, got {value!r}")
     if str(select).strip().lower() not in ("none", "auto"):
         raise ParameterError(f"select={select!r}: a Dask run does not cross-fit its settings; use select='none' "
-                             f"(the step trial on the first shard)")
+                             f"(the step trial on every worker's held-out rows)")
     files = isinstance(X, (str, os.PathLike)) or (isinstance(X, (list, tuple)) and X and
                                                    all(isinstance(p, (str, os.PathLike)) for p in X))
     if files and y is not None:
@@ -450,8 +468,8 @@ def fit_on_cluster(
         if resume is not None:
             resume.check(options, fingerprint)
             algorithm = resume.make_algorithm(algorithm)
-        elif any(t.trial and getattr(algorithm, t.name) is None for t in algorithm.tunables):
-            algorithm, = [client.submit(_choose, shards.futures[0], algorithm, problem, seed, pure=False).result()]
+        else:
+            algorithm = _choose(shards, algorithm, problem, seed)
         result = _rounds(shards, algorithm, problem, backend, mode, rounds, seed, local_steps, options,
                          fingerprint, callback, checkpoint, checkpoint_every, resume, interrupt)
         w, b = result.weights
