@@ -95,19 +95,36 @@ def test_files_are_read_by_the_workers(two, a9a, tmp_path):
     assert np.isfinite(listed.coef).all() and listed.options["cluster"]["workers"] == 2
 
 
-def test_a_lost_worker_is_survived_with_the_same_model(a9a):
+@pytest.mark.parametrize("source", ["arrays", "file"])
+@pytest.mark.parametrize("when", ["between rounds", "racing the next round"])
+def test_a_lost_worker_is_survived_with_the_same_model(a9a, tmp_path, source, when):
+    """Scattered rows are scattered again, a file's rows read again (Dask recomputes them itself
+    or calopt rebuilds them), and the round is redone from the same state: the same model."""
+    import threading
+
+    from sklearn.datasets import dump_svmlight_file
+
     X, y = a9a
+    data = dict(X=X, y=y)
+    if source == "file":
+        path = tmp_path / "train.svm"
+        dump_svmlight_file(X, y, str(path), zero_based=False)
+        data = dict(X=str(path), read_options={"n_features": X.shape[1]})
     with _cluster(2) as cluster, distributed.Client(cluster) as client:
-        undisturbed = calopt.fit(X, y, algorithm="spade", measure="gmean", epochs=4, cluster=client)
+        undisturbed = fit_on_cluster(algorithm="spade", measure="gmean", epochs=4, cluster=client, **data)
 
     def lose_a_worker(record):
         if record.epoch == 2:
             worker = cluster.workers[max(cluster.workers)]
-            client.sync(worker.close)
+            if when == "between rounds":
+                client.sync(worker.close)
+            else:
+                threading.Timer(0.002, client.sync, (worker.close,)).start()
 
     with _cluster(2) as cluster, distributed.Client(cluster) as client:
-        survived = calopt.fit(X, y, algorithm="spade", measure="gmean", epochs=4, cluster=client,
-                              callback=lose_a_worker)
+        survived = fit_on_cluster(algorithm="spade", measure="gmean", epochs=4, cluster=client,
+                                  callback=lose_a_worker, **data)
+        distributed.wait(client.submit(int, 1))
         assert len(client.scheduler_info()["workers"]) == 1
     assert _same(survived, undisturbed)
 
@@ -124,18 +141,20 @@ def test_losing_every_worker_is_a_one_line_error(a9a):
     assert "\n" not in str(caught.value)
 
 
-def test_checkpoint_at_a_round_resumes_to_the_same_model(two, a9a, tmp_path):
+@pytest.mark.parametrize("algorithm, measure", [("spade", "gmean"), ("gd", "f1")])
+def test_checkpoint_at_a_round_resumes_to_the_same_model(two, a9a, tmp_path, algorithm, measure):
     X, y = a9a
-    whole = calopt.fit(X, y, algorithm="spade", measure="gmean", epochs=4, cluster=two)
+    whole = calopt.fit(X, y, algorithm=algorithm, measure=measure, epochs=4, cluster=two)
     rounds = iter(range(100))
     path = tmp_path / "run.ckpt.npz"
-    with pytest.raises(TrainingInterrupted):
-        calopt.fit(X, y, algorithm="spade", measure="gmean", epochs=4, cluster=two, checkpoint=path,
+    with pytest.raises(TrainingInterrupted, match="end of epoch 2"):
+        calopt.fit(X, y, algorithm=algorithm, measure=measure, epochs=4, cluster=two, checkpoint=path,
                    interrupt=lambda: next(rounds) == 1)
-    resumed = calopt.fit(X, y, algorithm="spade", measure="gmean", epochs=4, cluster=two, resume=path)
+    resumed = calopt.fit(X, y, algorithm=algorithm, measure=measure, epochs=4, cluster=two, resume=path)
     assert _same(resumed, whole)
+    assert [row["epoch"] for row in resumed.history] == [1, 2, 3, 4]
     with pytest.raises(ParameterError, match="epochs"):
-        calopt.fit(X, y, algorithm="spade", measure="gmean", epochs=5, cluster=two, resume=path)
+        calopt.fit(X, y, algorithm=algorithm, measure=measure, epochs=5, cluster=two, resume=path)
 
 
 @pytest.mark.parametrize("options, message", [

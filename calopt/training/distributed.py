@@ -424,8 +424,9 @@ def fit_on_cluster(
     started = time.perf_counter()
     client, opened = connect(cluster)
     try:
+        arrays = None if files else (X if is_sparse(X) else np.asarray(to_numpy(X)))
         shards = _Shards(client, [os.fspath(p) for p in X] if isinstance(X, (list, tuple)) else
-                         (os.fspath(X) if files else X),
+                         (os.fspath(X) if files else arrays),
                          None if files else to_numpy(y), dict(read_options or {}))
         # the first exact round: rows, classes and their counts, the max-abs scaling
         stats = shards.map(_shard_stats, what="the first pass")
