@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import dataclasses
 import hashlib
 import itertools
 import math
@@ -60,7 +59,7 @@ from calopt.io.labels import encode_binary, encode_like, json_label
 from calopt.measures import confusion_counts
 from calopt.models.linear import LinearModel
 from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint
-from calopt.training.loop import CONVERGED, INTERRUPTED, MAXITER, NONFINITE, EpochRecord, LoopResult, Trainer
+from calopt.training.loop import CALLBACK, CONVERGED, INTERRUPTED, MAXITER, NONFINITE, EpochRecord, LoopResult, Trainer
 from calopt.training.selection import best_candidate, trial_scores
 from calopt.training.threshold import best_cut
 from calopt.version import __version__
@@ -573,7 +572,7 @@ def _rounds(shards: _Shards, algorithm: Algorithm, problem: Problem, backend: An
             try:
                 callback(EpochRecord(epoch, seconds, state, (w, b), rounds))
             except StopIteration:
-                status, message = 2, f"stopped by the callback after round {epoch}"
+                status, message = CALLBACK, f"stopped by the callback after round {epoch}"
                 break
         if trainer.converged(state):
             status, message = CONVERGED, f"converged after {epoch} rounds"
