@@ -243,6 +243,10 @@ class Algorithm(Component):
     #: Each pass is one step on the whole data (the batches only accumulate it), so the
     #: default batch is the whole data: one update call a pass.
     full_batch: ClassVar[bool] = False
+    #: ``update`` only adds sums at the iterate (loss, gradient) into the state and
+    #: ``end_epoch`` makes the step: the sums of several shards add up to those of the
+    #: whole data (exact rounds on a Dask cluster, :mod:`calopt.training.distributed`).
+    additive: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, problem: Problem) -> NamedTuple:

@@ -186,6 +186,18 @@ SeedOpt = Annotated[
     ),
 ]
 
+DaskOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--dask",
+        metavar="local|ADDRESS",
+        help="Train on a Dask cluster, each worker reading its own rows of DATA: 'local' starts one on this "
+        "machine, else the scheduler's address (needs calopt[dask]; gd: exact rounds, spade/stamp/sgd: "
+        "local rounds, one per pass).",
+        show_default=False,
+    ),
+]
+
 PositiveOpt = Annotated[
     Optional[str],
     typer.Option(

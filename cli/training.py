@@ -32,6 +32,7 @@ from calopt.training.selection import MAX_EPOCHS, PATIENCE
 from calopt_cli.options import (
     AlgorithmOpt,
     BackendOpt,
+    DaskOpt,
     DeviceOpt,
     DtypeOpt,
     EpochsOpt,
@@ -50,6 +51,7 @@ from calopt_cli.options import (
     run_fields,
     selection_text,
 )
+from calopt_cli.cluster import cluster_input, dask_client
 from calopt_cli.outputs import Output, check_outputs, write_text
 from calopt_cli.progress import epoch_progress
 
@@ -295,6 +297,7 @@ def train(
                      "(give the same data and options).", show_default=False),
     ] = None,
     plot: PlotOpt = None,
+    dask: DaskOpt = None,
 ) -> None:
     """Train a linear classifier that maximises a performance measure.
 
@@ -319,37 +322,55 @@ def train(
     model_output, checkpoint_output, no_checkpoint = _train_outputs(
         model_out, checkpoint, resume, checkpoint_every, [source, test, resume])
     csv = CsvOptions(label_column, delimiter, header)
-    train_set = load_dataset(source, csv)
+    if dask is not None:  # the workers read the training file; the test file is read after training
+        cluster_X, cluster_y, read_options, train_set = cluster_input(source, csv, backend, device)
+    else:
+        train_set = load_dataset(source, csv)
     test_set = None
-    if test is not None:
+    if test is not None and dask is None:
         test_set = load_dataset(test, csv, split="test", like=reading(train_set),
                                 of=f"the training data ({train_set.source})")
-    elif data is None or (not Path(source).exists() and source in datasets.names()):
+    elif test is None and (data is None or (not Path(source).exists() and source in datasets.names())):
         test_set = datasets.load(source, "test")
-    sources = {"training labels": f"{train_set.source} labels"}
+    sources = {"training labels": f"{source if train_set is None else train_set.source} labels"}
     if test_set is not None:
         sources["evaluation labels"] = f"{test_set.source} labels"
     try:
-        with _interruptible(checkpoint_output, no_checkpoint) as stop, \
+        with _interruptible(checkpoint_output, no_checkpoint) as stop, dask_client(dask) as client, \
                 epoch_progress(None, enabled=not (as_json or no_progress)) as on_epoch:
-            model = calopt.fit(
-                train_set.X, train_set.labels, measure=measure, algorithm=algorithm or None,
-                loss=loss or None, backend=backend, dtype=dtype, device=device, epochs=epochs,
-                select=select, patience=patience, max_epochs=max_epochs, batch_size=batch_size, seed=0 if seed is None else seed, positive=positive, callback=on_epoch,
-                eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
-                checkpoint=checkpoint_output.path if checkpoint_output is not None else None,
-                checkpoint_every=checkpoint_every, resume=resume,
-                interrupt=stop.is_set,
-            )
+            if client is not None:
+                from calopt.training.distributed import fit_on_cluster
+                model = fit_on_cluster(
+                    cluster_X, cluster_y, cluster=client, measure=measure, algorithm=algorithm or None,
+                    loss=loss or None, dtype=dtype, epochs=epochs, select=select, batch_size=batch_size,
+                    seed=0 if seed is None else seed, positive=positive, read_options=read_options,
+                    callback=on_epoch, checkpoint=checkpoint_output.path if checkpoint_output is not None else None,
+                    checkpoint_every=checkpoint_every, resume=resume, interrupt=stop.is_set)
+            else:
+                model = calopt.fit(
+                    train_set.X, train_set.labels, measure=measure, algorithm=algorithm or None,
+                    loss=loss or None, backend=backend, dtype=dtype, device=device, epochs=epochs,
+                    select=select, patience=patience, max_epochs=max_epochs, batch_size=batch_size, seed=0 if seed is None else seed, positive=positive, callback=on_epoch,
+                    eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
+                    checkpoint=checkpoint_output.path if checkpoint_output is not None else None,
+                    checkpoint_every=checkpoint_every, resume=resume,
+                    interrupt=stop.is_set,
+                )
     except DataError as exc:
         raise exc.renamed(sources) from None
-    model.options["data"] = reading(train_set)
+    if train_set is not None:
+        model.options["data"] = reading(train_set)
+    if test is not None and dask is not None:
+        test_set = load_dataset(test, csv, split="test", like=model.options["data"], of=f"the training data ({source})")
     if model_output is not None:
         model.save(model_output.path)
     _remove_finished_checkpoint(checkpoint_output)
     if model.status < 0:  # reported, and the exit code says so after the results
         typer.echo(f"calopt: warning: {model.message}; exit code 3", err=True)
-    summaries = [(train_set.source, model.summary(train_set.X, train_set.labels))]
+    if dask is not None:  # measured by the workers at the end of training
+        summaries = [(source if train_set is None else train_set.source, model.options["cluster"]["train"])]
+    else:
+        summaries = [(train_set.source, model.summary(train_set.X, train_set.labels))]
     if test_set is not None:
         summaries.append((test_set.source, model.summary(test_set.X, test_set.labels)))
     if plot is not None:  # the run's history, drawn as calopt compare draws its methods

@@ -361,7 +361,7 @@ def _check_progress(result: LoopResult, algorithm: Algorithm) -> None:
 # -- the public entry points --------------------------------------------------------------
 def fit(
     X: Any,
-    y: Any,
+    y: Any = None,
     *,
     measure: Any = "f1",
     algorithm: Any = None,
@@ -385,6 +385,7 @@ def fit(
     checkpoint_every: int | None = None,
     resume: Any = None,
     interrupt: Callable[[], bool] | None = None,
+    cluster: Any = None,
 ) -> LinearModel | MulticlassModel:
     """Train a linear classifier that maximises ``measure`` on (X, y).
 
@@ -424,7 +425,20 @@ def fit(
     ``checkpoint`` is handed each Checkpoint to write instead). ``resume=`` that
     checkpoint or its path, with the same data and options, skips the setting
     selection and ends with the model an uninterrupted run gives.
+
+    ``cluster`` (a ``distributed.Client`` or a scheduler address) trains on a Dask cluster,
+    the data staying on the workers; ``X`` may then be a data file or a list of files (``y``
+    None), each worker reading its own share (:mod:`calopt.training.distributed`).
     """
+    if cluster is not None:
+        return _fit_on_cluster(X, y, cluster=cluster, measure=measure, algorithm=algorithm, loss=loss,
+                               backend=backend, device=device, dtype=dtype, epochs=epochs, batch_size=batch_size,
+                               seed=seed, scale=scale, tune_threshold=tune_threshold, positive=positive,
+                               sample_weight=sample_weight, select=select, eval_set=eval_set, callback=callback,
+                               checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                               interrupt=interrupt)
+    if y is None:
+        raise ParameterError("y (the labels) is needed; only a Dask run (cluster=) reads them from files")
     labels = to_numpy(y)
     if np.unique(labels).size > 2:
         if positive is not None:
@@ -460,6 +474,19 @@ def fit(
                        started=started, select=rule, fixed=fixed, patience=patience, max_epochs=max_epochs,
                        callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                        interrupt=interrupt)
+
+
+def _fit_on_cluster(X: Any, y: Any, *, backend: Any, device: Any, sample_weight: Any, eval_set: Any,
+                    **options: Any) -> LinearModel:
+    """:func:`fit` on a Dask cluster (:mod:`calopt.training.distributed`), with what it does not do refused."""
+    from calopt.training.distributed import fit_on_cluster
+
+    for name, value in (("backend", backend if backend not in (None, "numpy") else None), ("device", device),
+                        ("sample_weight", sample_weight), ("eval_set", eval_set)):
+        if value is not None:
+            raise ParameterError(f"{name} is not supported with cluster= (the workers train on NumPy, "
+                                 f"unweighted; score the returned model on a test set)")
+    return fit_on_cluster(X, y, **options)
 
 
 def _selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarray) -> Rule:

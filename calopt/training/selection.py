@@ -46,9 +46,10 @@ from calopt.training.loop import Trainer, run
 from calopt.training.threshold import best_cut, best_threshold, positive_share
 
 __all__ = ["BOOTSTRAP", "CONFIDENCE", "CV_MINORITY", "FOLDS", "HOLDOUT", "MAX_EPOCHS", "PATIENCE", "TRIAL_ROWS", "Arm",
-           "Candidate", "Rule", "Selection", "SelectionState", "Selector", "choose_settings", "fold_weights",
+           "Candidate", "Rule", "Selection", "SelectionState", "Selector", "best_candidate", "choose_settings",
+           "fold_weights",
            "foldable", "folds_of", "given_parameters", "grid_of", "parse_rule", "resolve_rule", "stratified_split",
-           "take_rows", "win_probability"]
+           "take_rows", "trial_scores", "win_probability"]
 
 Array = Any
 #: Rows used by the one-pass trial (each candidate gets one pass over at most this many).
@@ -593,8 +594,12 @@ def choose_settings(algorithm: Algorithm, problem: Problem, X: Any, y: np.ndarra
     return algorithm
 
 
-def _trial(algorithm: Algorithm, name: str, candidates: tuple[Any, ...], problem: Problem, X: Any,
-           y: np.ndarray, weight: np.ndarray | None, kept: np.ndarray, seed: int, backend: Backend) -> Algorithm:
+def trial_scores(algorithm: Algorithm, name: str, candidates: tuple[Any, ...], problem: Problem, X: Any,
+                 y: np.ndarray, weight: np.ndarray | None, kept: np.ndarray, seed: int,
+                 backend: Backend) -> tuple[list[np.ndarray | None], np.ndarray, np.ndarray | None]:
+    """The one-pass trial's held-out scores of each candidate value of ``name`` (None where its pass
+    diverged), the held-out labels and sample weights: one pass on 80% of ``kept`` (stratified, at
+    most :data:`TRIAL_ROWS`), scored on the other 20%."""
     fit_part, check_part = stratified_split(y[kept], 0.2, seed + 1)
     rng = np.random.default_rng(seed + 2)
     fit_part = kept[np.sort(rng.permutation(fit_part)[:TRIAL_ROWS])]
@@ -605,15 +610,31 @@ def _trial(algorithm: Algorithm, name: str, candidates: tuple[Any, ...], problem
     X_check = take_rows(X, check_part, backend)
     trial_problem = problem._replace(n_samples=int(fit_part.size), epochs=1,
                                      batch_size=min(problem.batch_size, max(1, fit_part.size // 50)))
-    best, best_value = None, -np.inf
+    scores: list[np.ndarray | None] = []
     for value in candidates:
         candidate = dataclasses.replace(algorithm, **{name: value})
         result = run(candidate, trial_problem, ArrayReader(X_fit, y_fit, problem.xp, backend.device, w_fit),
                      epochs=1, seed=seed)
-        if result.status < 0:
-            continue
         w, b = result.weights
-        _, score = best_threshold(to_numpy(X_check @ w + b), y[check_part], problem.measure, w_check)
+        scores.append(None if result.status < 0 else to_numpy(X_check @ w + b))
+    return scores, y[check_part], w_check
+
+
+def best_candidate(algorithm: Algorithm, name: str, candidates: tuple[Any, ...], scores: list[Any],
+                   y: np.ndarray, weight: np.ndarray | None, measure: Any) -> Algorithm:
+    """The candidate whose held-out ``scores`` reach the best measure at their best threshold (the
+    first of equals; diverged ones, None, skipped; all diverged: the first candidate)."""
+    best, best_value = None, -np.inf
+    for value, candidate_scores in zip(candidates, scores):
+        if candidate_scores is None:
+            continue
+        _, score = best_threshold(candidate_scores, y, measure, weight)
         if score > best_value:
-            best, best_value = candidate, score
-    return best if best is not None else dataclasses.replace(algorithm, **{name: candidates[0]})
+            best, best_value = value, score
+    return dataclasses.replace(algorithm, **{name: candidates[0] if best is None else best})
+
+
+def _trial(algorithm: Algorithm, name: str, candidates: tuple[Any, ...], problem: Problem, X: Any,
+           y: np.ndarray, weight: np.ndarray | None, kept: np.ndarray, seed: int, backend: Backend) -> Algorithm:
+    scores, y_check, w_check = trial_scores(algorithm, name, candidates, problem, X, y, weight, kept, seed, backend)
+    return best_candidate(algorithm, name, candidates, scores, y_check, w_check, problem.measure)

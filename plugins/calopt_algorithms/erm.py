@@ -192,6 +192,7 @@ class GradientDescent(_Erm):
     """
 
     name: ClassVar[str] = "gd"
+    additive: ClassVar[bool] = True
 
     #: Stop when ‖∇f‖ at the iterate of an epoch is at most this (0: run every epoch).
     tol: float = 0.0
@@ -283,6 +284,7 @@ class Subgradient(_Erm):
     """
 
     name: ClassVar[str] = "subgradient"
+    additive: ClassVar[bool] = True
 
     #: η of the constant step η/√K (the paper: η = 1).
     step: float = 1.0

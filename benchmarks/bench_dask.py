@@ -1,0 +1,115 @@
+"""Dask: a 2-worker LocalCluster against the single process on the shared datasets (issue 15).
+
+For each dataset, measure and seed s, the same algorithm trains three ways:
+
+* single process: ``calopt.fit(X, y, measure=M, algorithm=A, select="none", seed=s)``
+  (the one-pass step trial, 10 passes, the threshold tuned on the training data: what a
+  Dask run does);
+* local rounds on 2 workers: ``calopt.training.distributed.fit_on_cluster(path, cluster=client, ...)``,
+  each worker reading its own rows (``i::2``) of the training file itself (w8a, which has no
+  test file: rows of a seeded 70/30 split, scattered once); one round a pass, 10 rounds;
+* exact rounds on 2 workers for ``gd`` (logistic, 10 rounds): the largest coefficient
+  difference to the single-process gd run.
+
+Done-when (issue 15): local mode's test value within 0.005 of the single process.
+Prints a Markdown table and writes JSON to benchmarks/results/dask.json.
+
+    python benchmarks/bench_dask.py [--seeds 0 1 2] [--datasets ijcnn1 a9a w8a]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+
+import calopt
+from calopt.io.files import read_data, train_test_split
+from calopt.training.distributed import fit_on_cluster
+
+DATA = Path("/work/shared/data")
+RESULTS = Path(__file__).resolve().parent / "results"
+TOLERANCE = 0.005
+#: (measure, algorithm): a concave measure by SPADE, a pseudo-linear one by STAMP.
+RUNS = [("gmean", "spade"), ("f1", "stamp")]
+
+
+def splits(name):
+    """(training file or None, train Dataset, test Dataset)."""
+    if name == "w8a":
+        train, test = train_test_split(read_data(DATA / "w8a.bz2"), 0.3, seed=0)
+        return None, train, test
+    train = read_data(DATA / f"{name}.bz2")
+    test = read_data(DATA / f"{name}.t.bz2", n_features=train.n_features)
+    return DATA / f"{name}.bz2", train, test
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--datasets", nargs="+", default=["ijcnn1", "a9a", "w8a"])
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    from distributed import Client, LocalCluster
+
+    from machine import cpu_name
+
+    rows = []
+    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        for name in args.datasets:
+            path, train, test = splits(name)
+            source = dict(X=str(path), read_options={"n_features": train.n_features}) if path else \
+                dict(X=train.X, y=train.labels)
+            for measure, algorithm in RUNS:
+                for seed in args.seeds:
+                    begun = time.perf_counter()
+                    single = calopt.fit(train.X, train.labels, measure=measure, algorithm=algorithm, select="none",
+                                        seed=seed)
+                    single_seconds = time.perf_counter() - begun
+                    begun = time.perf_counter()
+                    local = fit_on_cluster(cluster=client, measure=measure, algorithm=algorithm, seed=seed, **source)
+                    local_seconds = time.perf_counter() - begun
+                    row = {"dataset": name, "measure": measure, "algorithm": algorithm, "seed": seed,
+                           "single": single.score(test.X, test.labels), "local": local.score(test.X, test.labels),
+                           "single_algorithm": single.algorithm, "local_algorithm": local.algorithm,
+                           "single_seconds": single_seconds, "local_seconds": local_seconds}
+                    row["gap"] = row["local"] - row["single"]
+                    rows.append(row)
+                    print(json.dumps(row))
+            single_gd = calopt.fit(train.X, train.labels, measure="f1", algorithm="gd", select="none")
+            exact_gd = fit_on_cluster(cluster=client, measure="f1", algorithm="gd", **source)
+            rows.append({"dataset": name, "measure": "f1", "algorithm": "gd (exact)", "seed": 0,
+                         "coef_difference": float(np.max(np.abs(exact_gd.coef - single_gd.coef))),
+                         "intercept_difference": abs(exact_gd.intercept - single_gd.intercept),
+                         "single": single_gd.score(test.X, test.labels), "local": exact_gd.score(test.X, test.labels)})
+            print(json.dumps(rows[-1]))
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "dask.json").write_text(json.dumps({"machine": cpu_name(), "workers": args.workers,
+                                                   "rows": rows}, indent=1))
+    print(f"\n{cpu_name()}, {args.workers} workers (LocalCluster, one process each)\n")
+    print("| dataset | measure · algorithm | single process (mean) | 2 workers, local (mean) | worst gap "
+          "| within 0.005 | seconds single / Dask |")
+    print("|---|---|---:|---:|---:|---|---:|")
+    for name in args.datasets:
+        for measure, algorithm in RUNS:
+            group = [r for r in rows if r["dataset"] == name and r["algorithm"] == algorithm]
+            worst = max((r["gap"] for r in group), key=abs)
+            print(f"| {name} | {measure} · {algorithm} | {np.mean([r['single'] for r in group]):.4f} | "
+                  f"{np.mean([r['local'] for r in group]):.4f} | {worst:+.4f} | "
+                  f"{'yes' if all(abs(r['gap']) <= TOLERANCE for r in group) else 'no'} | "
+                  f"{np.mean([r['single_seconds'] for r in group]):.2f} / {np.mean([r['local_seconds'] for r in group]):.2f} |")
+    print("\n| dataset | gd exact: max coef difference | intercept difference | test f1 single / Dask |")
+    print("|---|---:|---:|---|")
+    for r in rows:
+        if r["algorithm"] == "gd (exact)":
+            print(f"| {r['dataset']} | {r['coef_difference']:.1e} | {r['intercept_difference']:.1e} | "
+                  f"{r['single']:.4f} / {r['local']:.4f} |")
+
+
+if __name__ == "__main__":
+    main()
