@@ -333,7 +333,7 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
         # Under rate constraints the model's threshold is the best feasible one on its training rows:
         # carried over by positive share, a threshold that met precision ≥ 0.75 exactly on a9a's
         # held-out rows (0.750) gave 0.730 on the training rows and 0.727 on the test file; tuned
-        # on the training rows, 0.750 and 0.747 (recall 0.54 against 0.58 that broke the bound).
+        # on the training rows, 0.750 and 0.744 (recall 0.54 against 0.58 that broke the bound).
         task.share = None if isinstance(getattr(task, "measure", None), ConstrainedMeasure) else selection.share
         if selector.latest and selection.diverged:  # the passes were given: say it stopped short
             result = dataclasses.replace(result, status=NONFINITE, message=(
