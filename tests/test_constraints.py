@@ -232,6 +232,8 @@ def test_report_has_train_validation_and_test_values():
     # chosen on held-out rows, the threshold is the best feasible one on the training rows (not carried
     # over by positive share): the constraint holds there
     assert entry["satisfied"] and entry["train"] >= 0.7
+    # the history's last row is the model's own training value (feasible: the recall itself)
+    assert model.history[-1]["train"] == pytest.approx(calopt.get_measure("recall").score(y[:900], model.predict(X[:900])))
     predictions = model.predict(X[900:])
     counts = confusion_counts(y[900:], predictions, xp=np)
     assert entry["test"] == pytest.approx(float(counts[0] / (counts[0] + counts[1])))

@@ -238,6 +238,8 @@ class BinaryTask:
         Tuned on the training rows, the training value is the best cut's own.
         """
         best = None
+        if isinstance(self.measure, ConstrainedMeasure):  # the model's own threshold: see train()
+            share = None
         if share is not None:
             X, _, weight = self.tune
             b = b - threshold_at_share(X @ w + b, share, weight)
