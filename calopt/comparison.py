@@ -13,6 +13,13 @@ scored on the same test rows:
   ``MaxAbsScaler`` + ``LogisticRegression(max_iter=1000)``, the threshold tuned for the
   measure by 5-fold cross-validation with :func:`calopt.sklearn.make_scorer`, then refit.
 
+With rate constraints (``constraints=["precision>=0.9"]``, issue 16) calopt's algorithms
+train subject to them (by default the constrained solver and the plug-in route), the
+scikit-learn route tunes its threshold among those meeting them (its scorer is the
+constrained measure: the measure where every constraint holds on a fold, below every
+feasible value elsewhere), and SGD, which has no way to honour them, is left out; each
+method reports each constraint's test value.
+
 Each result is data (:class:`MethodRun`): the test value, TPR and TNR, the fit seconds,
 the passes over the training data, and the curve of test values by pass and by seconds.
 Fit seconds count training only (calopt: scaling, step trial, loop and threshold; the
@@ -31,7 +38,9 @@ from typing import Any
 import numpy as np
 
 from calopt import registry
+from calopt.constraints import ConstrainedMeasure, RateConstraint, constrain, parse_constraints
 from calopt.errors import DataError
+from calopt.measures import confusion_counts
 from calopt.io.labels import encode_binary, json_label
 from calopt.sklearn import make_scorer, measure_score
 from calopt.training.pipeline import DEFAULT_EPOCHS, fit
@@ -64,6 +73,8 @@ class MethodRun:
     note: str = ""
     #: The warnings the method raised while it trained (first line of each, once).
     warnings: list[str] = dataclasses.field(default_factory=list)
+    #: With constraints: ``{"constraint", "test", "satisfied"}`` for each, on the test rows.
+    constraints: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -84,15 +95,18 @@ class Comparison:
 
 
 def compare(X: Any, y: Any, X_test: Any, y_test: Any, *, measure: Any = "f1", algorithms: Any = None,
-            epochs: int | None = None, seed: int = 0, positive: Any = None) -> Comparison:
+            epochs: int | None = None, seed: int = 0, positive: Any = None, constraints: Any = None) -> Comparison:
     """Train every method on (X, y) and score it on (X_test, y_test) for ``measure`` (module docstring).
 
     ``algorithms`` lists calopt's algorithm specs to run (default: the measure's own solver
     and the plug-in route, ``lbfgs``); ``epochs`` is the passes of calopt's algorithms
     (None: chosen on held-out rows, as :func:`calopt.fit` does) and of SGD (10 when None);
-    ``positive`` the positive label (default: calopt's, the larger one).
+    ``positive`` the positive label (default: calopt's, the larger one); ``constraints``
+    rate constraints (see the module docstring).
     """
+    parsed = parse_constraints(constraints)
     spec = registry.get_measure(measure).spec
+    constrained = constrain(registry.get_measure(spec), parsed)
     label = measure if isinstance(measure, str) else spec
     y, y_test = np.asarray(y), np.asarray(y_test)
     _, (negative, positive) = encode_binary(y, positive=positive, source="training labels")
@@ -101,13 +115,14 @@ def compare(X: Any, y: Any, X_test: Any, y_test: Any, *, measure: Any = "f1", al
         raise DataError(f"row {int(np.flatnonzero(unknown)[0]) + 1}: label {y_test[unknown][0]!r} is not one of "
                         f"the training classes ({negative!r}, {positive!r})", source="test labels")
     if algorithms is None:
-        algorithms = list(dict.fromkeys([registry.default_algorithm(registry.get_measure(spec), "direct"),
-                                         registry.default_algorithm(registry.get_measure(spec))]))
+        algorithms = list(dict.fromkeys([registry.default_algorithm(constrained, "direct"),
+                                         registry.default_algorithm(constrained)]))
     score = _scorer(spec, positive)
-    runs = [_calopt_run(X, y, X_test, y_test, spec, algorithm, epochs, seed, positive, score)
+    runs = [_calopt_run(X, y, X_test, y_test, spec, algorithm, epochs, seed, positive, score, parsed)
             for algorithm in algorithms]
-    runs.append(_sgd_run(X, y, X_test, y_test, epochs or DEFAULT_EPOCHS, seed, score))
-    runs.append(_route_run(X, y, X_test, y_test, spec, seed, positive, score))
+    if not parsed:  # SGD at its own threshold cannot honour constraints
+        runs.append(_sgd_run(X, y, X_test, y_test, epochs or DEFAULT_EPOCHS, seed, score))
+    runs.append(_route_run(X, y, X_test, y_test, spec, seed, positive, score, constrained))
     return Comparison(label, positive, int(X.shape[0]), int(X_test.shape[0]), float(np.mean(y_test == positive)),
                       runs)
 
@@ -124,22 +139,39 @@ def _scorer(spec: str, positive: Any) -> Any:
     return score
 
 
+def _test_constraints(constraints: tuple[RateConstraint, ...], y_test: np.ndarray, predicted: np.ndarray,
+                      positive: Any) -> list[dict[str, Any]]:
+    """Each constraint's value on the test rows, and whether it holds there."""
+    truth = np.where(y_test == positive, 1.0, -1.0)
+    said = np.where(predicted == positive, 1.0, -1.0)
+    entries = []
+    for constraint in constraints:
+        value = constraint.evaluate(truth, said, xp=np)
+        entries.append({"constraint": constraint.spec, "test": value, "satisfied": constraint.holds(value)})
+    return entries
+
+
 def _calopt_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, spec: str, algorithm: str,
-                epochs: int | None, seed: int, positive: Any, score: Any) -> MethodRun:
+                epochs: int | None, seed: int, positive: Any, score: Any,
+                constraints: tuple[RateConstraint, ...] = ()) -> MethodRun:
     model = fit(X, y, measure=spec, algorithm=algorithm, epochs=epochs, seed=seed, positive=positive,
-                eval_set=(X_test, y_test))
+                eval_set=(X_test, y_test), constraints=constraints or None)
     loop = [row["seconds"] for row in model.history]
     fixed = model.fit_seconds - (loop[-1] if loop else 0.0)  # scaling, step trial, final threshold
     curve = [{"passes": float(row["epoch"]), "seconds": fixed + row["seconds"], "value": float(row["test"])}
              for row in model.history]
-    value, tpr, tnr = score(y_test, model.predict(X_test))
-    own = registry.get_algorithm(registry.default_algorithm(registry.get_measure(spec), "direct")).name
-    route = registry.get_algorithm(registry.default_algorithm(registry.get_measure(spec))).name
-    role = {own: "the measure's own solver", route: "the plug-in route",
-            "plugin": "the papers' plug-in route"}.get(registry.get_algorithm(algorithm).name)
-    return MethodRun(f"calopt {model.algorithm}", value, tpr, tnr, model.fit_seconds, float(len(model.history)),
-                     curve, f"calopt {model.algorithm}" + (f", {role}" if role else ""),
-                     "passes of the training loop (the step trial is in the seconds)")
+    predicted = model.predict(X_test)
+    value, tpr, tnr = score(y_test, predicted)
+    measure = constrain(registry.get_measure(spec), constraints)
+    own = registry.get_algorithm(registry.default_algorithm(measure, "direct")).name
+    route = registry.get_algorithm(registry.default_algorithm(measure)).name
+    role = {own: "the constrained solver" if constraints else "the measure's own solver",
+            route: "the plug-in route", "plugin": "the papers' plug-in route"}.get(registry.get_algorithm(algorithm).name)
+    run = MethodRun(f"calopt {model.algorithm}", value, tpr, tnr, model.fit_seconds, float(len(model.history)),
+                    curve, f"calopt {model.algorithm}" + (f", {role}" if role else ""),
+                    "passes of the training loop (the step trial is in the seconds)",
+                    constraints=_test_constraints(constraints, y_test, predicted, positive))
+    return run
 
 
 def _sgd_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, epochs: int, seed: int,
@@ -162,34 +194,52 @@ def _sgd_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, epochs: int
         seconds += time.perf_counter() - started
         value, tpr, tnr = score(y_test, sgd.predict(X_test_scaled))
         curve.append({"passes": float(epoch), "seconds": seconds, "value": value})
-    return MethodRun("sklearn SGD, log loss", value, tpr, tnr, seconds, float(epochs), curve,
-                     "scikit-learn SGDClassifier(loss='log_loss'), its own threshold",
-                     "one partial_fit pass each", caught)
+    run = MethodRun("sklearn SGD, log loss", value, tpr, tnr, seconds, float(epochs), curve,
+                    "scikit-learn SGDClassifier(loss='log_loss'), its own threshold",
+                    "one partial_fit pass each", caught)
+    return run
 
 
 def _route_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, spec: str, seed: int, positive: Any,
-               score: Any) -> MethodRun:
+               score: Any, constrained: Any = None) -> MethodRun:
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import TunedThresholdClassifierCV
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MaxAbsScaler
 
     counting, iterations = _counting(LogisticRegression)
+    scoring = make_scorer(spec, pos_label=positive)
+    if isinstance(constrained, ConstrainedMeasure):  # the best threshold among the feasible ones
+        scoring = _constrained_scorer(constrained, positive)
     route = TunedThresholdClassifierCV(make_pipeline(MaxAbsScaler(), counting(max_iter=1000)),
-                                       scoring=make_scorer(spec, pos_label=positive), cv=ROUTE_FOLDS,
-                                       random_state=seed)
+                                       scoring=scoring, cv=ROUTE_FOLDS, random_state=seed)
     caught: list[str] = []
     started = time.perf_counter()
     with _recorded(caught):
         route.fit(X, y)
     seconds = time.perf_counter() - started
-    value, tpr, tnr = score(y_test, route.predict(X_test))
+    predicted = route.predict(X_test)
+    value, tpr, tnr = score(y_test, predicted)
     passes = float(sum(iterations))
-    return MethodRun("sklearn tuned-threshold LR", value, tpr, tnr, seconds, passes,
-                     [{"passes": passes, "seconds": seconds, "value": value}],
-                     f"scikit-learn TunedThresholdClassifierCV(LogisticRegression), {ROUTE_FOLDS}-fold",
-                     f"L-BFGS iterations of its {ROUTE_FOLDS} cross-validation fits and the refit "
-                     f"(each at least one pass)", caught)
+    run = MethodRun("sklearn tuned-threshold LR", value, tpr, tnr, seconds, passes,
+                    [{"passes": passes, "seconds": seconds, "value": value}],
+                    f"scikit-learn TunedThresholdClassifierCV(LogisticRegression), {ROUTE_FOLDS}-fold",
+                    f"L-BFGS iterations of its {ROUTE_FOLDS} cross-validation fits and the refit "
+                    f"(each at least one pass)", caught,
+                    _test_constraints(getattr(constrained, "constraints", ()), y_test, predicted, positive))
+    return run
+
+
+def _constrained_scorer(measure: ConstrainedMeasure, positive: Any) -> Any:
+    """A scikit-learn scorer of predicted labels for a measure subject to constraints."""
+    from sklearn.metrics import make_scorer as sklearn_make_scorer
+
+    def constrained_score(y_true: Any, y_pred: Any) -> float:
+        truth = np.where(np.asarray(y_true) == positive, 1.0, -1.0)
+        said = np.where(np.asarray(y_pred) == positive, 1.0, -1.0)
+        return float(measure.from_counts(*confusion_counts(truth, said, xp=np), xp=np))
+
+    return sklearn_make_scorer(constrained_score, response_method="predict")
 
 
 @contextmanager

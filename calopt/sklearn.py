@@ -33,6 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from calopt import registry
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, device, get_backend, is_sparse, namespace, to_numpy
+from calopt.constraints import unmet_message
 from calopt.io.labels import json_label, show_label
 from calopt.measures import confusion_counts
 from calopt.models.linear import LinearModel, Model, MulticlassModel
@@ -144,6 +145,11 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seeds shuffling and the step trial; an int gives the same model every time (the
         seed of :func:`calopt.fit`).
+    constraints : list of str, default=None
+        Rate constraints for two classes (``["precision>=0.9", "fpr<=0.01"]``): ``fit``
+        maximises ``measure`` subject to them (see :func:`calopt.fit`); each one's
+        training and held-out value is in ``model_.options["constraints"]`` and one not
+        met on the training data is a ``UserWarning``. ``partial_fit`` does not take them.
 
     Every constructor parameter except ``random_state`` is passed to :func:`calopt.fit`
     by its name, so a new option of ``calopt.fit`` becomes an estimator parameter by
@@ -170,7 +176,8 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, measure: Any = "f1", *, algorithm: Any = None, loss: Any = None, epochs: int | None = None,
                  select: str = "auto", patience: int = PATIENCE, max_epochs: int = MAX_EPOCHS,
-                 batch_size: int | None = None, backend: str | None = None, random_state: Any = None):
+                 batch_size: int | None = None, backend: str | None = None, random_state: Any = None,
+                 constraints: Any = None):
         self.measure = measure
         self.algorithm = algorithm
         self.loss = loss
@@ -181,6 +188,7 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         self.batch_size = batch_size
         self.backend = backend
         self.random_state = random_state
+        self.constraints = constraints
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -211,6 +219,9 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
                                  f"sample_weight; every class needs one")
         options = {name: value for name, value in self.get_params(deep=False).items() if name != "random_state"}
         model = fit(X, codes, **options, seed=_seed(self.random_state), sample_weight=weight)
+        for entry in model.options.get("constraints", []):
+            if not entry["satisfied"]:
+                warnings.warn(unmet_message(entry), UserWarning, stacklevel=2)
         if weight is not None and model.options.get("one_vs_rest") == "per class":
             model = _weighted_spread(model, X, weight)
         self._set_model(dataclasses.replace(model, classes=tuple(json_label(c) for c in self.classes_)), X)
@@ -237,6 +248,9 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         solver from ``coef_`` and ``intercept_`` (its other state, such as the step count
         and the dual variables, starts afresh).
         """
+        if self.constraints:
+            raise ValueError("constraints are applied by fit (the threshold among the feasible ones); "
+                             "partial_fit does not take them")
         stream = self.__dict__.get("_stream")
         fitted = hasattr(self, "classes_")
         if not fitted and classes is None:

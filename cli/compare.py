@@ -12,10 +12,11 @@ from rich.table import Table
 
 from calopt import plotting
 from calopt.comparison import compare as run_comparison
+from calopt.constraints import parse_constraints
 from calopt.io import datasets
 from calopt.io.files import train_test_split
 from calopt.io.labels import label_text
-from calopt_cli.options import JsonOpt, MeasureOpt, PlotOpt, PositiveOpt, echo_json
+from calopt_cli.options import ConstraintOpt, JsonOpt, MeasureOpt, PlotOpt, PositiveOpt, echo_json
 from calopt_cli.training import CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, load_dataset, reading
 
 __all__ = ["compare"]
@@ -32,6 +33,7 @@ def compare(
                      f"{TEST_SIZE:.0%} of DATA held out, stratified).", show_default=False),
     ] = None,
     measure: MeasureOpt = "f1",
+    constraint: ConstraintOpt = None,
     algorithm: Annotated[
         Optional[list[str]],
         typer.Option("--algorithm", "-a", help="A calopt algorithm to run; repeat for several "
@@ -57,8 +59,14 @@ def compare(
     data. --plot draws the test value by pass and by fit time, and each method's
     operating point among the measure's level curves in the (TPR, TNR) plane.
 
+    With --constraint, calopt trains subject to the rate constraints (the constrained
+    solver and the plug-in route), scikit-learn's route tunes its threshold among those
+    meeting them on its folds, SGD is left out, and each constraint's test value is shown:
+    [bold]calopt compare a9a -m recall -c "precision>=0.75"[/bold].
+
     Example: [bold]calopt compare a9a -m gmean --plot gmean.png[/bold]
     """
+    constraints = parse_constraints(constraint)  # a bad spec fails before anything is read
     if plot is not None:
         plotting.check_plot_path(plot)  # before any work
     csv = CsvOptions(label_column, delimiter, header)
@@ -72,7 +80,8 @@ def compare(
     else:
         train_set, test_set = train_test_split(train_set, TEST_SIZE, seed=seed)
     result = run_comparison(train_set.X, train_set.labels, test_set.X, test_set.labels, measure=measure,
-                            algorithms=algorithm or None, epochs=epochs, seed=seed, positive=positive)
+                            algorithms=algorithm or None, epochs=epochs, seed=seed, positive=positive,
+                            constraints=constraints or None)
     for run in result.runs:
         for warning in run.warnings:
             typer.echo(f"calopt: warning: {run.method}: {warning}", err=True)
@@ -84,11 +93,12 @@ def compare(
         return
     table = Table(title=escape(f"{result.measure} on {test_set.source}"))  # a name may hold [brackets]
     table.add_column("method")
-    for header in (f"test {result.measure}", "TPR", "TNR", "fit s", "passes"):
-        table.add_column(header, justify="right")
+    for header in (f"test {result.measure}", "TPR", "TNR", *(c.spec for c in constraints), "fit s", "passes"):
+        table.add_column(escape(header), justify="right")
     for run in result.runs:
-        table.add_row(escape(run.method), f"{run.value:.4f}", f"{run.tpr:.4f}", f"{run.tnr:.4f}", f"{run.seconds:.2f}",
-                      f"{run.passes:g}")
+        held = [f"{entry['test']:.4f} {'✓' if entry['satisfied'] else '✗'}" for entry in run.constraints]
+        table.add_row(escape(run.method), f"{run.value:.4f}", f"{run.tpr:.4f}", f"{run.tnr:.4f}", *held,
+                      f"{run.seconds:.2f}", f"{run.passes:g}")
     table.caption = escape(f"trained on {train_set.source} ({result.n_train:,} rows), tested on {result.n_test:,} "
                            f"rows; positive label {label_text(result.positive)} ({result.test_positive_rate:.1%} "
                            f"of the test rows)")

@@ -91,6 +91,20 @@ MeasureOpt = Annotated[
     ),
 ]
 
+ConstraintOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--constraint",
+        "-c",
+        metavar="SPEC",
+        show_default=False,
+        help="A rate constraint, repeatable: RATE>=BOUND or RATE<=BOUND over tpr (recall), tnr, fpr, fnr, "
+        "precision, predicted-positive-rate, accuracy ('precision>=0.9', 'fpr<=0.01'). The measure is "
+        "maximised subject to them; the threshold is the best feasible one on held-out rows. "
+        "-a constrained trains by the Lagrangian primal-dual solver, the default by the plug-in route.",
+    ),
+]
+
 LossOpt = Annotated[
     str,
     typer.Option(

@@ -23,6 +23,7 @@ from rich.table import Table
 
 import calopt
 from calopt import plotting
+from calopt.constraints import parse_constraints, unmet_message
 from calopt.errors import DataError, ParameterError, TrainingInterrupted
 from calopt.io import datasets
 from calopt.io.files import STDIN, Dataset, align_features, read_data
@@ -32,6 +33,7 @@ from calopt.training.selection import MAX_EPOCHS, PATIENCE
 from calopt_cli.options import (
     AlgorithmOpt,
     BackendOpt,
+    ConstraintOpt,
     DaskOpt,
     DeviceOpt,
     DtypeOpt,
@@ -237,6 +239,20 @@ def _summary_table(title: str, rows: list[tuple[str, dict[str, Any]]], measure: 
     return table
 
 
+def _constraints_table(entries: list[dict[str, Any]]) -> Table:
+    """One row per constraint: its value on each data set reported, and whether it holds on each."""
+    splits = [split for split in ("train", "validation", "test") if split in entries[0]]
+    table = Table(title="constraints")
+    table.add_column("constraint")
+    for split in splits:
+        table.add_column("held-out" if split == "validation" else split, justify="right")
+    for entry in entries:
+        marks = {split: entry["satisfied" if split == "train" else f"{split}_satisfied"] for split in splits}
+        table.add_row(entry["constraint"], *(f"{entry[split]:.4f} {'✓' if marks[split] else '✗'}"
+                                             for split in splits))
+    return table
+
+
 def _per_class_table(title: str, columns: list[tuple[str, dict[str, float]]]) -> Table:
     """One row per class: a measure's one-vs-rest value in each column."""
     table = Table(title=title)
@@ -257,6 +273,7 @@ def train(
                      "its index base; only a narrower LIBSVM file is padded to its width)."),
     ] = None,
     measure: MeasureOpt = "f1",
+    constraint: ConstraintOpt = None,
     algorithm: AlgorithmOpt = "",
     loss: LossOpt = "",
     backend: BackendOpt = "numpy",
@@ -312,8 +329,16 @@ def train(
     uninterrupted run gives. A checkpoint file the run created is deleted once it
     finishes; one that existed before (the --resume file) is kept.
 
+    With --constraint, the measure is maximised subject to rate constraints; each one's
+    value on the training, held-out and test data is reported, and one not met on the
+    training data is a warning with the best value any threshold of the model reaches:
+    [bold]calopt train a9a -m recall -c "precision>=0.75"[/bold].
+
     Example: [bold]calopt train ijcnn1 --measure gmean[/bold]
     """
+    constraints = parse_constraints(constraint)  # bad specs fail before anything is read or written
+    if constraints and dask is not None:
+        raise ParameterError("--constraint with --dask: a cluster run does not train under rate constraints")
     if resume is not None and not resume.is_file():
         raise ParameterError(f"--resume {resume}: no such checkpoint file")
     if plot is not None:
@@ -354,7 +379,7 @@ def train(
                     eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
                     checkpoint=checkpoint_output.path if checkpoint_output is not None else None,
                     checkpoint_every=checkpoint_every, resume=resume,
-                    interrupt=stop.is_set,
+                    interrupt=stop.is_set, constraints=constraints or None,
                 )
     except DataError as exc:
         raise exc.renamed(sources) from None
@@ -367,6 +392,10 @@ def train(
     _remove_finished_checkpoint(checkpoint_output)
     if model.status < 0:  # reported, and the exit code says so after the results
         typer.echo(f"calopt: warning: {model.message}; exit code 3", err=True)
+    constrained = model.options.get("constraints", [])
+    for entry in constrained:
+        if not entry["satisfied"]:
+            typer.echo(f"calopt: warning: {unmet_message(entry)}", err=True)
     if dask is not None:  # measured by the workers at the end of training
         summaries = [(source if train_set is None else train_set.source, model.options["cluster"]["train"])]
     else:
@@ -384,6 +413,7 @@ def train(
             **({"rank": model.options["rank"]} if model.options.get("rank") else {}),
             "train": summaries[0][1],
             "test": summaries[1][1] if test_set is not None else None,
+            **({"constraints": constrained} if constraints else {}),
             "history": model.history,
             "status": model.message,
             "model": str(model_out) if model_out is not None else None,
@@ -402,6 +432,8 @@ def train(
     chosen = selection_text(model.options.get("selection"), model.measure)
     if chosen:
         console.print(chosen)
+    if constrained:
+        console.print(_constraints_table(constrained))
     if "per_class" in summaries[0][1]:
         console.print(_per_class_table(f"{model.measure} per class (one-vs-rest)",
                                        [(name, summary["per_class"]) for name, summary in summaries]))

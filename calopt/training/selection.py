@@ -507,6 +507,13 @@ class Selector:
         index = self.best_index(state)
         return index, state.epochs[index]
 
+    def held_out_predictions(self, state: SelectionState) -> tuple[Array, Array, Array | None]:
+        """The held-out labels (±1), the chosen candidate's out-of-fold predictions there (±1) and
+        the rows' weights (or None), on the backend: what the held-out rates are computed from."""
+        xp = namespace(self.y_held)
+        positive = state.predicted[:, self.best_index(state)] > 0
+        return self.y_held, xp.where(positive, xp.ones_like(self.y_held), -xp.ones_like(self.y_held)), self.w_held
+
     def share(self, state: SelectionState) -> float | None:
         """The chosen candidate's share of held-out rows predicted positive (None before any pass
         was scored): the model's threshold puts that share of the training rows above it."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from calopt.hookspecs import hookimpl
 from calopt_algorithms.altmax import Amp, Stamp
+from calopt_algorithms.constrained import Constrained
 from calopt_algorithms.erm import GradientDescent, Sgd, Subgradient
 from calopt_algorithms.lbfgs import Lbfgs, Multinomial
 from calopt_algorithms.mirror import MirrorDescent
@@ -15,7 +16,7 @@ from calopt_algorithms.plugin import PlugIn
 from calopt_algorithms.spade import Spade
 from calopt_algorithms.slnd import Slnd
 
-__all__ = ["Amp", "GradientDescent", "Lbfgs", "MirrorDescent", "Multinomial", "PlugIn", "Sgd", "Slnd", "Spade",
+__all__ = ["Amp", "Constrained", "GradientDescent", "Lbfgs", "MirrorDescent", "Multinomial", "PlugIn", "Sgd", "Slnd", "Spade",
            "Stamp", "Subgradient"]
 
 
@@ -33,6 +34,7 @@ def register_algorithms(register):
     register(Lbfgs)
     register(Multinomial)
     register(Slnd)
+    register(Constrained)
 
 
 @hookimpl
@@ -50,6 +52,7 @@ def register_default_algorithms(register):
     register("lbfgs")
     register("spade", task="direct", family="concave")
     register("stamp", task="direct", family="pseudo-linear")
+    register("constrained", task="direct", family="constrained")
     register("multinomial", task="multiclass")
     register("mirror-descent:signed=false", task="aggregate")
 
@@ -61,7 +64,7 @@ def register_default_losses(register):
     the non-differentiable hinge (paper 003); SLND the calibrated hinge of paper 000 (eq. 3):
     averaged, mean top-1 over seeds 0-2, letter 0.683 against 0.644 (step 32) and 0.666
     (step 8) for the logistic loss; MNIST 0.893 against 0.895 and 0.899."""
-    for name in ("spade", "stamp", "amp"):
+    for name in ("spade", "stamp", "amp", "constrained"):
         register("hinge", algorithm=name)
     for name in ("plugin", "gd", "sgd", "lbfgs", "multinomial", "mirror-descent"):
         register("logistic", algorithm=name)

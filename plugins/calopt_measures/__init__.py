@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from calopt.hookspecs import hookimpl
 from calopt_measures.concave import GMean, HMean, Min, QMean
-from calopt_measures.pseudo_linear import FBeta, GowerLegendre, Jaccard
+from calopt_measures.pseudo_linear import FBeta, GowerLegendre, Jaccard, Precision
+from calopt_measures.rates import TNR, TPR
 
-__all__ = ["FBeta", "GMean", "GowerLegendre", "HMean", "Jaccard", "Min", "QMean"]
+__all__ = ["FBeta", "GMean", "GowerLegendre", "HMean", "Jaccard", "Min", "Precision", "QMean", "TNR", "TPR"]
 
 
 @hookimpl
@@ -24,3 +25,6 @@ def register_measures(register):
     register(FBeta, aliases=("f1",))
     register(Jaccard)
     register(GowerLegendre)
+    register(TPR, aliases=("recall",))
+    register(TNR)
+    register(Precision)

@@ -1,4 +1,4 @@
-"""The pseudo-linear measures of paper 002, Table 2: F-β, Jaccard and Gower-Legendre.
+"""The pseudo-linear measures of paper 002, Table 2: F-β, Jaccard and Gower-Legendre; and precision.
 
 Each is a ratio of affine functions of (TPR, TNR) whose coefficients depend on the
 label skew θ = (1 − p)/p (spec, "Performance measures"; the F-β row carries the spec's
@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from calopt.errors import DataError
 from calopt.measures import PseudoLinearMeasure, safe_divide
 
-__all__ = ["FBeta", "GowerLegendre", "Jaccard"]
+__all__ = ["FBeta", "GowerLegendre", "Jaccard", "Precision"]
 
 Array = Any
 #: The largest β or σ: their squares and products with counts (up to 1e12) stay far from
@@ -84,3 +84,21 @@ class GowerLegendre(PseudoLinearMeasure):
     def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
         correct = tp + tn
         return safe_divide(correct, correct + float(self.sigma) * (fp + fn), xp=xp)
+
+
+@dataclasses.dataclass(frozen=True)
+class Precision(PseudoLinearMeasure):
+    """Precision: TP / (TP + FP).
+
+    p·P / (p·P + (1−p)(1−N)), divided by p: (0, 1, 0) / (θ, 1, −θ). Optimised alone its optimum
+    is a few sure positives; it is meant to be optimised subject to rate constraints.
+    """
+
+    name: ClassVar[str] = "precision"
+
+    def coefficients(self, p: float) -> Coefficients:
+        theta = _skew(p)
+        return (0.0, 1.0, 0.0), (theta, 1.0, -theta)
+
+    def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        return safe_divide(tp, tp + fp, xp=xp)

@@ -1,0 +1,219 @@
+"""Rate constraints: ``"precision>=0.9"``, ``"fpr<=0.01"``, and the measure they constrain.
+
+A rate is a ratio of confusion counts (TPR, TNR, FPR, FNR, precision, predicted-positive
+rate, accuracy); a constraint bounds one from below or above. ``rate ≥ c`` with rate =
+num/den is ``num − c·den ≥ 0``, linear in the counts, and the counts per row are linear in
+(TPR, TNR) at the positive rate p (TP/n = p·TPR, FN/n = p·(1−TPR), TN/n = (1−p)·TNR,
+FP/n = (1−p)·(1−TNR)). So every constraint is ``u0 + u1·TPR + u2·TNR ≥ 0``
+(:meth:`RateConstraint.linear`), which is what the constrained solver's dual variables
+price (spec, "Rate constraints").
+
+:class:`ConstrainedMeasure` is a measure subject to constraints, of family
+``"constrained"``: its value on counts is the measure where every constraint holds and
+``−1 − (total violation)`` where one does not, so the one threshold search
+(:func:`~calopt.training.threshold.best_cut`) and the settings selection choose the best
+threshold among the feasible ones, or the one closest to feasible when none is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import re
+from typing import Any, ClassVar
+
+from calopt.errors import ParameterError
+from calopt.measures import Measure, confusion_counts, safe_divide
+
+__all__ = ["RATES", "ConstrainedMeasure", "RateConstraint", "RateObjective", "constrain", "parse_constraint",
+           "parse_constraints", "unmet_message"]
+
+Array = Any
+
+#: Each rate as (numerator, denominator), coefficients of the counts (TP, FP, TN, FN).
+RATES: dict[str, tuple[tuple[int, int, int, int], tuple[int, int, int, int]]] = {
+    "tpr": ((1, 0, 0, 0), (1, 0, 0, 1)),
+    "tnr": ((0, 0, 1, 0), (0, 1, 1, 0)),
+    "fpr": ((0, 1, 0, 0), (0, 1, 1, 0)),
+    "fnr": ((0, 0, 0, 1), (1, 0, 0, 1)),
+    "precision": ((1, 0, 0, 0), (1, 1, 0, 0)),
+    "predicted-positive-rate": ((1, 1, 0, 0), (1, 1, 1, 1)),
+    "accuracy": ((1, 0, 1, 0), (1, 1, 1, 1)),
+}
+#: Other names of the rates.
+ALIASES = {"recall": "tpr", "sensitivity": "tpr", "specificity": "tnr", "ppr": "predicted-positive-rate",
+           "positive-rate": "predicted-positive-rate"}
+_SPEC = re.compile(r"^\s*(?P<rate>[A-Za-z][A-Za-z0-9_ -]*?)\s*(?P<op>>=|<=|≥|≤|=>|=<|>|<|==|=)\s*(?P<bound>.*?)\s*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class RateConstraint:
+    """``rate ≥ bound`` (``lower``) or ``rate ≤ bound``; ``spec`` is the text as given."""
+
+    spec: str
+    rate: str
+    lower: bool
+    bound: float
+
+    def value(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        """The rate from confusion counts (0 where its denominator is 0)."""
+        numerator, denominator = RATES[self.rate]
+        counts = (tp, fp, tn, fn)
+        return safe_divide(sum(c * k for c, k in zip(numerator, counts) if c),
+                           sum(c * k for c, k in zip(denominator, counts) if c), xp=xp)
+
+    def violation(self, value: Array, *, xp: Any) -> Array:
+        """How far ``value`` (of the rate) is on the wrong side of the bound (0 when it holds)."""
+        gap = self.bound - value if self.lower else value - self.bound
+        return xp.maximum(gap, xp.zeros_like(gap))
+
+    def holds(self, value: float) -> bool:
+        return value >= self.bound if self.lower else value <= self.bound
+
+    def linear(self, p: float) -> tuple[float, float, float]:
+        """(u0, u1, u2) with ``u0 + u1·TPR + u2·TNR ≥ 0`` ⇔ the constraint, at positive rate ``p``.
+
+        From ``±(num − c·den) ≥ 0`` in counts per row; scaled so that max(|u1|, |u2|) = 1, which
+        puts every constraint's dual step on one scale.
+        """
+        numerator, denominator = RATES[self.rate]
+        tp, fp, tn, fn = (a - self.bound * b for a, b in zip(numerator, denominator))
+        sign = 1.0 if self.lower else -1.0
+        # tp·p·TPR + fn·p·(1 − TPR) + tn·(1−p)·TNR + fp·(1−p)·(1 − TNR)
+        u0 = sign * (fn * p + fp * (1 - p))
+        u1 = sign * (tp - fn) * p
+        u2 = sign * (tn - fp) * (1 - p)
+        scale = max(abs(u1), abs(u2))
+        return (u0 / scale, u1 / scale, u2 / scale) if scale > 0 else (u0, u1, u2)
+
+    def evaluate(self, y: Array, predictions: Array, *, xp: Any, weight: Array | None = None) -> float:
+        """The rate of ``predictions`` (±1) against labels ``y`` (±1), as a float."""
+        return float(self.value(*confusion_counts(y, predictions, xp=xp, dtype=y.dtype, weight=weight), xp=xp))
+
+
+def parse_constraint(spec: Any) -> RateConstraint:
+    """``"precision>=0.9"`` as a :class:`RateConstraint`; bad text is a one-line ParameterError."""
+    if isinstance(spec, RateConstraint):
+        return spec
+    if not isinstance(spec, str):
+        raise ParameterError(f"constraint {spec!r}: expected text like 'precision>=0.9'")
+    match = _SPEC.match(spec)
+    if match is None:
+        raise ParameterError(f"constraint {spec!r}: expected RATE>=BOUND or RATE<=BOUND, e.g. 'precision>=0.9'")
+    name = match["rate"].strip().lower().replace("_", "-").replace(" ", "-")
+    op, bound_text = match["op"], match["bound"]
+    rate = ALIASES.get(name, name)
+    if rate not in RATES:
+        known = sorted([*RATES, *ALIASES])
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f" (rates: {', '.join(sorted(RATES))})"
+        raise ParameterError(f"constraint {spec!r}: unknown rate {name!r}{hint}")
+    if op in (">", "<", "=", "=="):
+        raise ParameterError(f"constraint {spec!r}: the operator must be >= or <=, not {op!r}")
+    try:
+        bound = float(bound_text)
+    except ValueError:
+        raise ParameterError(f"constraint {spec!r}: the bound {bound_text!r} is not a number") from None
+    if not (math.isfinite(bound) and 0.0 <= bound <= 1.0):
+        raise ParameterError(f"constraint {spec!r}: a rate lies in [0, 1]; the bound {bound_text} is outside")
+    return RateConstraint(spec, rate, op in (">=", "≥", "=>"), bound)
+
+
+def parse_constraints(specs: Any) -> tuple[RateConstraint, ...]:
+    """A spec or a list of them (None: none) as constraints; the same spec twice is an error."""
+    if specs is None:
+        return ()
+    if isinstance(specs, (str, RateConstraint)):
+        specs = [specs]
+    constraints = tuple(parse_constraint(spec) for spec in specs)
+    seen = set()
+    for constraint in constraints:
+        key = (constraint.rate, constraint.lower, constraint.bound)
+        if key in seen:
+            raise ParameterError(f"constraint {constraint.spec!r} is given twice")
+        seen.add(key)
+    return constraints
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstrainedMeasure(Measure):
+    """A measure maximised subject to rate constraints (family ``"constrained"``).
+
+    Its value on counts is the objective's where every constraint holds, else
+    ``−1 − Σ violations``: below every feasible value (measures lie in [0, 1]) and greater
+    the closer to feasible, so a threshold search keeps the best feasible threshold or,
+    when none is feasible, the one closest to feasible.
+    """
+
+    name: ClassVar[str] = "constrained"
+    family: ClassVar[str] = "constrained"
+    objective: Measure = None
+    constraints: tuple[RateConstraint, ...] = ()
+
+    @property
+    def spec(self) -> str:
+        return f"{self.objective.spec} subject to {', '.join(c.spec for c in self.constraints)}"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {}
+
+    def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        value = self.objective.from_counts(tp, fp, tn, fn, xp=xp)
+        violation = xp.zeros_like(value)
+        for constraint in self.constraints:
+            violation = violation + constraint.violation(constraint.value(tp, fp, tn, fn, xp=xp), xp=xp)
+        return xp.where(violation > 0, -1.0 - violation, value)
+
+    def from_rates(self, tpr: Array, tnr: Array, p: float, *, xp: Any) -> Array:
+        return self.from_counts(p * tpr, (1 - p) * (1 - tnr), (1 - p) * tnr, p * (1 - tpr), xp=xp)
+
+
+def constrain(measure: Measure, constraints: Any) -> Measure:
+    """``measure`` subject to ``constraints`` (specs or :class:`RateConstraint`); unchanged when there are none."""
+    parsed = parse_constraints(constraints)
+    if not parsed:
+        return measure
+    if isinstance(measure, ConstrainedMeasure):
+        return dataclasses.replace(measure, constraints=measure.constraints + parsed)
+    return ConstrainedMeasure(objective=measure, constraints=parsed)
+
+
+@dataclasses.dataclass(frozen=True)
+class RateObjective(Measure):
+    """One constraint's rate as a measure, signed so that greater is better for the constraint
+    (the rate for ``≥``, minus the rate for ``≤``): what a threshold search maximises to find
+    the best value a model's scores can reach."""
+
+    name: ClassVar[str] = "rate"
+    constraint: RateConstraint = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {}
+
+    def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        value = self.constraint.value(tp, fp, tn, fn, xp=xp)
+        return value if self.constraint.lower else -value
+
+    def from_rates(self, tpr: Array, tnr: Array, p: float, *, xp: Any) -> Array:
+        return self.from_counts(p * tpr, (1 - p) * (1 - tnr), (1 - p) * tnr, p * (1 - tpr), xp=xp)
+
+
+def unmet_message(entry: dict[str, Any]) -> str:
+    """The message for a constraint not met on the training data (an entry of the constraints report,
+    with ``best``, the best value of its rate any threshold of the model reaches there, and
+    ``jointly``, whether some threshold meets every constraint at once there)."""
+    constraint = parse_constraint(entry["constraint"])
+    side = "highest" if constraint.lower else "lowest"
+    head = f"constraint {constraint.spec!r} is not met on the training data: {constraint.rate} {entry['train']:.4f}"
+    if not constraint.holds(entry["best"]):
+        return (f"{head}, and no threshold of this model meets it (the {side} reached is {entry['best']:.4f}): "
+                f"relax it")
+    if not entry["jointly"]:
+        return (f"{head}; thresholds reach {entry['best']:.4f} alone, but none meets every constraint at once: "
+                f"kept the threshold closest to feasible; relax one (a randomised mix of thresholds, which could reach "
+                f"points between them, is not offered)")
+    return (f"{head} at the threshold chosen on held-out rows (thresholds that meet it on the training data "
+            f"exist: the {side} reached is {entry['best']:.4f})")
