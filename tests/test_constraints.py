@@ -366,3 +366,16 @@ def test_cli_compare_with_a_constraint(svm_files):
     assert all(method["constraints"][0]["constraint"] == "precision>=0.6" for method in out["methods"])
     bad = _cli("compare", str(svm_files / "train.svm"), "-m", "recall", "-c", "precision=>>0.6")
     assert bad.exit_code == 2 and bad.stderr.startswith("calopt: error: constraint")
+
+
+def test_constraints_are_refused_on_a_dask_cluster_before_anything_starts(tmp_path):
+    """A cluster run does not train under constraints: one line, exit 2, no model, no cluster started."""
+    model = tmp_path / "m.npz"
+    result = _cli("train", "a9a", "-m", "recall", "-c", "precision>=0.9", "--dask", "local", "-o", str(model))
+    assert result.exit_code == 2
+    assert result.stderr == ("calopt: error: --constraint with --dask: a cluster run does not train under rate "
+                             "constraints\n")
+    assert not model.exists()
+    with pytest.raises(ParameterError, match="Dask run does not train under rate constraints"):
+        calopt.fit(np.eye(4), [0, 1, 0, 1], measure="recall", constraints=["precision>=0.9"],
+                   cluster="tcp://127.0.0.1:1")
