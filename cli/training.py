@@ -52,6 +52,7 @@ from calopt_cli.options import (
 )
 from calopt_cli.outputs import Output, check_outputs, write_text
 from calopt_cli.progress import epoch_progress
+from calopt_cli.stream import StreamOpt, streams, train_stream
 
 __all__ = ["CsvOptions", "DataArg", "DelimiterOpt", "HeaderOpt", "LabelColumnOpt", "evaluate", "load_dataset",
            "model_reading", "predict", "reading", "train"]
@@ -295,6 +296,7 @@ def train(
                      "(give the same data and options).", show_default=False),
     ] = None,
     plot: PlotOpt = None,
+    stream: StreamOpt = None,
 ) -> None:
     """Train a linear classifier that maximises a performance measure.
 
@@ -319,6 +321,15 @@ def train(
     model_output, checkpoint_output, no_checkpoint = _train_outputs(
         model_out, checkpoint, resume, checkpoint_every, [source, test, resume])
     csv = CsvOptions(label_column, delimiter, header)
+    if (streams(source, stream) if data is not None else bool(stream)):  # out of core: calopt_cli.stream
+        return train_stream(source, csv, test=test, model_output=model_output, as_json=as_json,
+                            no_progress=no_progress,
+                            options=dict(measure=measure, algorithm=algorithm or None, loss=loss or None,
+                                         epochs=epochs, batch_size=batch_size, seed=seed or 0, positive=positive,
+                                         select=select),
+                            refused={"--backend": backend != "numpy", "--dtype": dtype, "--device": device,
+                                     "--checkpoint": checkpoint, "--checkpoint-every": checkpoint_every,
+                                     "--resume": resume, "--plot": plot})
     train_set = load_dataset(source, csv)
     test_set = None
     if test is not None:
