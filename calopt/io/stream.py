@@ -749,44 +749,50 @@ def convert(source: ChunkSource, out: str | os.PathLike, *,
             with open(file, "rb") as handle:
                 os.fsync(handle.fileno())
         os.replace(tmp, out)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):  # a full disk, a quota: nothing was left
+            raise DataError(f"{out}: cannot write ({one_line(exc.strerror or exc, 80)}); nothing was written") \
+                from None
         raise
     return found
 
 
 def _fill(source: ChunkSource, found: Survey, directory: Path,
           progress: Callable[[int, str], None] | None) -> None:
-    open_memmap = np.lib.format.open_memmap
+    """The arrays of ``found``'s layout, written part by part after a ``.npy`` header of their
+    final shape (numpy's own header writer): sequential writes, nothing mapped or held whole."""
     n, d = found.n_rows, found.n_features
     if found.sparse:
-        index_type = np.int32 if d < 2**31 else np.int64
-        data = open_memmap(directory / "data.npy", mode="w+", dtype=np.float64, shape=(found.nnz,))
-        indices = open_memmap(directory / "indices.npy", mode="w+", dtype=index_type, shape=(found.nnz,))
-        indptr = open_memmap(directory / "indptr.npy", mode="w+", dtype=np.int64, shape=(n + 1,))
-        indptr[0] = 0
+        index_type = np.dtype(np.int32 if d < 2**31 else np.int64)
+        shapes = {"data": (np.dtype(np.float64), (found.nnz,)), "indices": (index_type, (found.nnz,)),
+                  "indptr": (np.dtype(np.int64), (n + 1,))}
     else:
-        X_out = open_memmap(directory / "X.npy", mode="w+", dtype=np.float64, shape=(n, d))
-    row, nz = 0, 0
-    for part in source.parts():
-        X = part.X
-        rows = int(X.shape[0])
+        shapes = {"X": (np.dtype(np.float64), (n, d))}
+    files = {name: open(directory / f"{name}.npy", "wb") for name in shapes}
+    try:
+        for name, (dtype, shape) in shapes.items():
+            np.lib.format.write_array_header_1_0(files[name], {
+                "descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape})
         if found.sparse:
-            X = X.tocsr()
-            k = int(X.nnz)
-            data[nz:nz + k], indices[nz:nz + k] = X.data, X.indices
-            indptr[row + 1:row + rows + 1] = X.indptr[1:] + nz
-            nz += k
-        else:
-            X_out[row:row + rows, :X.shape[1]] = X
-        row += rows
-        if progress is not None:
-            progress(row, "convert")
-    if row != n:
-        raise DataError(f"{found.source}: changed while it was converted ({row} rows, {n} at first)")
-    arrays = (data, indices, indptr) if found.sparse else (X_out,)
-    if found.sparse and nz != found.nnz:
-        raise DataError(f"{found.source}: changed while it was converted")
-    for array in arrays:
-        array.flush()
-    del arrays
+            np.zeros(1, dtype=np.int64).tofile(files["indptr"])
+        row, nz = 0, 0
+        for part in source.parts():
+            X = part.X
+            rows = int(X.shape[0])
+            if found.sparse:
+                X = X.tocsr()
+                np.asarray(X.data, dtype=np.float64).tofile(files["data"])
+                np.asarray(X.indices, dtype=index_type).tofile(files["indices"])
+                (np.asarray(X.indptr[1:], dtype=np.int64) + nz).tofile(files["indptr"])
+                nz += int(X.nnz)
+            else:
+                np.ascontiguousarray(widen(X, d), dtype=np.float64).tofile(files["X"])
+            row += rows
+            if progress is not None:
+                progress(row, "convert")
+        if row != n or (found.sparse and nz != found.nnz):
+            raise DataError(f"{found.source}: changed while it was converted ({row} rows, {n} at first)")
+    finally:
+        for file in files.values():
+            file.close()
