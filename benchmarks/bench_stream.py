@@ -10,8 +10,8 @@ tokens (padding spaces, which LIBSVM allows) so that the text is built by table 
 at disk speed.
 
 ``python benchmarks/bench_stream.py run DIR`` then times, each command in its own
-process under an address-space limit (``--limit-mb``, default 1024: ``RLIMIT_AS``, which
-bounds the resident set too) with its peak RSS from ``wait4``:
+process under a memory limit (``--limit-mb``, default 1024: ``RLIMIT_DATA``, the private
+writable memory the process may hold) with its peak RSS from ``wait4``:
 ``calopt convert big.svm big.cal``, ``calopt train big.cal`` (streamed), and the in-memory
 ``calopt train sub.svm`` (without the limit), all tested on test.svm; ``--text`` also
 streams big.svm itself. Results go to ``benchmarks/results/stream.json``.
@@ -96,12 +96,14 @@ def _timed(argv: list[str], limit_mb: int | None) -> dict:
     """Run ``argv`` (its JSON on stdout), its wall time and peak RSS, under an address-space limit."""
     def limit() -> None:
         if limit_mb:
-            resource.setrlimit(resource.RLIMIT_AS, (limit_mb << 20, limit_mb << 20))
+            resource.setrlimit(resource.RLIMIT_DATA, (limit_mb << 20, limit_mb << 20))
 
     started = time.perf_counter()
-    # glibc reserves 64 MB of address space per thread arena: virtual, not resident, but counted
-    # by RLIMIT_AS; two arenas keep the limit about memory actually used
-    env = {**os.environ, "MALLOC_ARENA_MAX": "2"}
+    # RLIMIT_DATA bounds the private writable memory (heap, NumPy's arrays, anonymous maps), not
+    # the code of the shared libraries: with them, RLIMIT_AS starts at 580 MB of mostly
+    # unused address space. glibc reserves 64 MB per thread arena and OpenBLAS a buffer per
+    # thread, reserved rather than used: two arenas and one BLAS thread.
+    env = {**os.environ, "MALLOC_ARENA_MAX": "2", "OPENBLAS_NUM_THREADS": "1"}
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit, env=env)
     stdout, stderr = process.communicate()
     seconds = time.perf_counter() - started

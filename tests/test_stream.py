@@ -362,3 +362,27 @@ def test_the_readme_s_streaming_example_runs():
     namespace: dict = {}
     exec(blocks[0], namespace)
     assert namespace["model"].options["stream"]["parts"] == 4
+
+
+def test_the_survey_sample_is_the_seeded_bottom_k():
+    """The sample keeps exactly the rows with the smallest seeded keys, whatever the parts."""
+    X = np.random.default_rng(0).normal(size=(5000, 3))
+    y = (X[:, 0] > 0).astype(int)
+    found = survey(chunk_source([(X[i:i + 100], y[i:i + 100]) for i in range(0, 5000, 100)]), sample_rows=300, seed=1)
+    rng = np.random.default_rng([1, 7])
+    keys = np.concatenate([rng.random(100) for _ in range(50)])
+    expected = np.sort(np.argsort(keys)[:300])
+    np.testing.assert_array_equal(found.sample_index, expected)
+    np.testing.assert_array_equal(found.sample, X[expected])
+
+
+def test_a_long_stream_tunes_the_threshold_on_a_seeded_sample(monkeypatch):
+    import calopt.training.stream as streaming
+
+    X, y = _data(2000)
+    everything = fit_stream([(X, y)], measure="gmean", epochs=2)
+    monkeypatch.setattr(streaming, "THRESHOLD_ROWS", 500)
+    sampled = fit_stream([(X, y)], measure="gmean", epochs=2)
+    again = fit_stream([(X, y)], measure="gmean", epochs=2)
+    np.testing.assert_array_equal(sampled.coef, everything.coef)  # the same weights, another cut
+    assert sampled.threshold != everything.threshold and sampled.threshold == again.threshold

@@ -65,7 +65,7 @@ __all__ = [
 #: Bytes of text (decompressed) parsed at a time: about 2-3× that in memory while parsed.
 CHUNK_BYTES = 32 << 20
 #: Rows the shuffle buffer keeps back to mix with the next part.
-BUFFER_ROWS = 100_000
+BUFFER_ROWS = 50_000
 #: ``calopt train`` streams a data file at least this large without being asked (--stream).
 STREAM_ABOVE_BYTES = 1 << 30
 #: Rows of the pool gathered at a time to serve batches (at least one batch).
@@ -190,7 +190,7 @@ def _checked_features(X: Any, labels: np.ndarray, source: str, first_row: int) -
     """A part of an array file: numeric, finite features and finite labels, as float64."""
     if getattr(X, "dtype", np.dtype(object)).kind not in "biuf":
         raise DataError(f"{source}: features must be numeric, not {X.dtype}")
-    X = X.astype(np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    X = X.astype(np.float64, copy=False) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     values = X.data if sp.issparse(X) else X
     if not np.isfinite(values).all():
         if sp.issparse(X):
@@ -208,23 +208,55 @@ def _checked_features(X: Any, labels: np.ndarray, source: str, first_row: int) -
     return Part(X, labels)
 
 
-def _load_npy(path: Path, source: str) -> np.ndarray:
+@dataclass(frozen=True)
+class _Npy:
+    """A ``.npy`` file known by its header alone: where its data start, their type and shape.
+    Nothing is mapped until :func:`_rows_of` maps the rows it reads."""
+
+    filename: str
+    offset: int
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+def _load_npy(path: Path, source: str) -> _Npy:
+    """The header of a C-ordered ``.npy`` array of numbers or strings (never pickle), checked
+    against the file's size."""
     try:
-        return np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f"format version {version[0]}.{version[1]} is not supported")
+            offset = f.tell()
+        size = os.path.getsize(path)
+    except (OSError, ValueError, EOFError, SyntaxError) as exc:
         raise DataError(f"{source}: {path.name}: not a .npy array ({one_line(exc, 80)})") from None
+    if dtype.hasobject or dtype.kind not in "biufUS":
+        raise DataError(f"{source}: {path.name}: an array of {dtype} (numbers or strings only; never pickle)")
+    if fortran and len(shape) > 1:
+        raise DataError(f"{source}: {path.name}: Fortran order; save it in C order (rows contiguous) to stream it")
+    if offset + math.prod(shape) * dtype.itemsize > size:
+        raise DataError(f"{source}: {path.name}: declares {'×'.join(map(str, shape))} {dtype} but holds "
+                        f"{size - offset} bytes")
+    return _Npy(str(path), offset, dtype, tuple(int(k) for k in shape))
 
 
-def _rows_of(array: np.memmap, start: int, stop: int, dtype: Any = None) -> np.ndarray:
-    """A copy of ``array[start:stop]`` through a mapping of those rows only, unmapped on return:
-    the pages read stay out of the process's resident set (a whole-file mapping would keep
-    every page read in RSS until unmapped)."""
-    row_bytes = array.itemsize * int(np.prod(array.shape[1:], dtype=np.int64))
+def _rows_of(array: _Npy, start: int, stop: int, dtype: Any = None) -> np.ndarray:
+    """A copy of rows ``start:stop`` through a mapping of those rows only, unmapped on return:
+    neither the address space nor the resident set ever holds the whole file."""
+    row_bytes = array.dtype.itemsize * math.prod(array.shape[1:])
     if stop <= start or row_bytes == 0:
         return np.zeros((max(stop - start, 0), *array.shape[1:]), dtype=dtype or array.dtype)
     part = np.memmap(array.filename, dtype=array.dtype, mode="r", offset=array.offset + start * row_bytes,
-                     shape=(stop - start, *array.shape[1:]), order="F" if array.flags.f_contiguous and
-                     array.ndim > 1 and not array.flags.c_contiguous else "C")
+                     shape=(stop - start, *array.shape[1:]))
     rows = np.array(part, dtype=dtype or array.dtype, copy=True)
     del part  # the last reference: unmapped here
     return rows
@@ -272,8 +304,10 @@ class _DenseDirectory(_ArrayDirectory):
 
     def read(self, index: int) -> Iterator[Part]:
         start, stop = self._rows(index)
-        X = _rows_of(self.X, start, stop, np.float64) if self.X.dtype.kind in "biuf" else self.X[start:stop]
-        yield replace(_checked_features(X, np.asarray(self.y[start:stop]), self.source, start), unit=index)
+        if self.X.dtype.kind not in "biuf":
+            raise DataError(f"{self.source}: X.npy must hold numbers, not {self.X.dtype}")
+        X = _rows_of(self.X, start, stop, np.float64)
+        yield replace(_checked_features(X, _rows_of(self.y, start, stop), self.source, start), unit=index)
 
 
 class _CsrDirectory(_ArrayDirectory):
@@ -283,8 +317,8 @@ class _CsrDirectory(_ArrayDirectory):
         super().__init__(path, part_rows)
         self.data, self.indices, self.indptr = (_load_npy(path / f"{name}.npy", self.source)
                                                 for name in ("data", "indices", "indptr"))
-        if self.indptr.ndim != 1 or self.indptr.shape[0] != self.n_rows + 1 or \
-                self.data.shape != self.indices.shape or int(self.indptr[-1]) != self.data.shape[0]:
+        if self.indptr.ndim != 1 or self.indptr.shape[0] != self.n_rows + 1 or self.data.shape != self.indices.shape \
+                or int(_rows_of(self.indptr, self.n_rows, self.n_rows + 1)[0]) != self.data.shape[0]:
             raise DataError(f"{self.source}: data, indices and indptr do not form a CSR matrix of "
                             f"{self.n_rows} rows (y.npy's)")
         if self.indices.dtype.kind not in "iu" or self.indptr.dtype.kind not in "iu":
@@ -301,7 +335,7 @@ class _CsrDirectory(_ArrayDirectory):
             raise DataError(f"{self.source}: rows {start}-{stop - 1}: a column index outside 0..{self.width}")
         width = self.width if self.width is not None else (int(indices.max()) + 1 if indices.size else 0)
         X = sp.csr_matrix((_rows_of(self.data, first, last), indices, pointers - first), shape=(stop - start, width))
-        yield replace(_checked_features(X, self.y[start:stop], self.source, start), unit=index)
+        yield replace(_checked_features(X, _rows_of(self.y, start, stop), self.source, start), unit=index)
 
 
 class _ParquetSource(ChunkSource):
@@ -545,9 +579,14 @@ def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
                             f"(or the other way round); a streamed file's labels must be all numbers or all text")
         labels.append(np.asarray(part.labels))
         if sample_rows:
-            keys = np.concatenate([sample_keys, rng.random(rows)])
-            index = np.concatenate([sample_index, np.arange(n, n + rows)])
-            pool = X if sample is None else _stack([sample, X])
+            part_keys = rng.random(rows)
+            # once the sample is full, only the part's rows with a key below its largest can enter
+            take = np.flatnonzero(part_keys < sample_keys.max()) if sample_keys.size >= sample_rows else None
+            part_index = np.arange(n, n + rows) if take is None else n + take
+            part_X = X if take is None else X[take]
+            keys = np.concatenate([sample_keys, part_keys if take is None else part_keys[take]])
+            index = np.concatenate([sample_index, part_index])
+            pool = part_X if sample is None else _stack([sample, part_X])
             if keys.size > sample_rows:
                 keep = np.sort(np.argpartition(keys, sample_rows)[:sample_rows])
                 keys, index, pool = keys[keep], index[keep], pool[keep]
@@ -682,6 +721,7 @@ class StreamReader:
             last = parts is not None and seen == len(parts)
             if rng is None or (not last and size > self.buffer_rows):
                 pooled, rows = _stack(pool_X), np.concatenate(pool_rows)
+                pool_X = pool_rows = None  # the stacked copy only, from here
                 if rng is None:
                     serve = rows.size if last else (rows.size // batch_size) * batch_size
                     chosen = np.arange(rows.size)
@@ -693,8 +733,10 @@ class StreamReader:
                     done += serve
                     if self.progress is not None:
                         self.progress(done, name)
-                rest = chosen[serve:]
-                pool_X, pool_rows = ([pooled[np.sort(rest)]], [rows[np.sort(rest)]]) if rest.size else ([], [])
+                rest = np.sort(chosen[serve:])
+                del chosen
+                pool_X, pool_rows = ([pooled[rest]], [rows[rest]]) if rest.size else ([], [])
+                del pooled
         if pool_X:
             pooled, rows = _stack(pool_X), np.concatenate(pool_rows)
             chosen = np.arange(rows.size) if rng is None else rng.permutation(rows.size)

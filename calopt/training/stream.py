@@ -11,9 +11,10 @@ What changes against the in-memory pipeline (:mod:`calopt.training.pipeline`), e
    for every fold model, so ``select="cv:K"``/``"holdout:F"`` are refused on a stream.
 3. The loop reads the stream through :class:`~calopt.io.stream.StreamReader`: parts in
    a seeded random order and a bounded shuffle buffer.
-4. The threshold is tuned on the scores of every training row (one more pass; the
-   scores are O(n) numbers, held in memory), for every algorithm including the plug-in,
-   which holds no rows out here. The last history row has the training value there;
+4. The threshold is tuned on the training rows' scores (one more pass; the scores are
+   O(n) numbers, held in memory): all of them up to :data:`THRESHOLD_ROWS`, a seeded
+   uniform sample of that many beyond, for every algorithm including the plug-in, which
+   holds no rows out here. The last history row has the training value there;
    the per-epoch rows have the time and the rows per second, not the training value
    (it would cost a pass per epoch).
 
@@ -55,10 +56,13 @@ from calopt.training.selection import TRIAL_ROWS, choose_settings, parse_rule
 from calopt.training.threshold import best_cut
 from calopt.version import __version__
 
-__all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "fit", "fit_chunks", "fit_stream", "partial_fit_chunks"]
+__all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_ROWS", "fit", "fit_chunks", "fit_stream", "partial_fit_chunks"]
 
 #: Rows the first pass keeps for the step trial (which uses at most 2 × TRIAL_ROWS).
 SAMPLE_ROWS = 3 * TRIAL_ROWS
+#: Training rows whose scores tune the threshold at most (a seeded uniform sample beyond):
+#: the exact cut sorts them and keeps about 15 arrays of their length (1.2 GB at 10⁷ rows).
+THRESHOLD_ROWS = 1_000_000
 #: The batch of a full-batch algorithm on a stream (its batches only accumulate a pass;
 #: in memory its batch is the whole data).
 STREAM_BATCH_ROWS = 65_536
@@ -88,7 +92,8 @@ def fit_stream(
     ``source`` is a :class:`~calopt.io.stream.ChunkSource` (:func:`~calopt.io.stream.open_stream`)
     or an iterable of ``(X, y)`` chunks that can be iterated more than once (a list).
     ``buffer_rows`` bounds the shuffle buffer; ``progress(rows, pass_name)`` is called
-    after each part of each pass; ``found`` is the source's survey when already made.
+    after each part of each pass; ``found`` is the source's survey when already made (its labels
+    and sample are released once used).
     The other options are :func:`calopt.fit`'s.
     """
     rule = parse_rule(select)
@@ -110,6 +115,7 @@ def fit_stream(
         raise DataError(f"{np.unique(found.labels).size} classes; streaming trains two-class problems "
                         f"(train one class against the rest in memory, or relabel)", source="training labels")
     y_pm, classes = encode_binary(found.labels, positive=positive, source="training labels")
+    found.labels = found.labels[:0]  # encoded: the labels as read are O(n) memory no longer needed
     factors = np.ones(found.n_features) if not scale else found.max_abs.astype(np.float64).copy()
     factors[~(factors > 0) | ~np.isfinite(factors)] = 1.0
     backend = get_backend("numpy", dtype="float64")
@@ -126,6 +132,7 @@ def fit_stream(
     sample = reader.prepared(found.sample)
     algorithm = choose_settings(algorithm, problem, sample, y_pm[found.sample_index],
                                 np.arange(found.sample_index.size), seed, backend)
+    found.sample = sample = None  # the trial's rows are not needed while training
 
     def record(info: EpochRecord) -> dict[str, float]:
         return {"rows_per_second": n * info.epoch / info.seconds if info.seconds > 0 else float("nan")}
@@ -136,9 +143,14 @@ def fit_stream(
         raise TrainingError(f"training made no progress on the stream with {algorithm.spec} (diverged in its first "
                             f"epoch, or the weights are still 0); a smaller step or another loss may help")
     threshold, train_value = 0.0, None
-    if tune_threshold:  # as BinaryTask on the training rows: the best cut of every row's score
-        cut, best = best_cut(reader.full().X @ w + b, reader.y, measure)
+    if tune_threshold:  # as BinaryTask on the training rows: the best cut of their scores
+        scores, labels = reader.full().X @ w + b, reader.y
+        if n > THRESHOLD_ROWS:  # the cut's sort and sums cost ~15 arrays of its rows: a uniform sample
+            rows = np.sort(np.random.default_rng([seed, 11]).choice(n, THRESHOLD_ROWS, replace=False))
+            scores, labels = scores[rows], labels[rows]
+        cut, best = best_cut(scores, labels, measure)
         threshold, train_value = float(cut), float(best)
+        del scores, labels
     history = [dict(row) for row in result.history]
     if history and train_value is not None:
         history[-1]["train"] = train_value
