@@ -109,7 +109,8 @@ def _timed(argv: list[str], limit_mb: int | None) -> dict:
     seconds = time.perf_counter() - started
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the largest child so far: run one at a time
     result = {"argv": " ".join(argv), "exit_code": process.returncode, "seconds": round(seconds, 1),
-              "peak_rss_mb_children_max": round(usage.ru_maxrss / 1024), "limit_mb": limit_mb}
+              "peak_rss_mb_children_max": round(usage.ru_maxrss / 1024), "limit_mb": limit_mb,
+              "limit_kind": "RLIMIT_DATA" if limit_mb else None}
     if process.returncode:
         result["stderr"] = stderr.decode(errors="replace")[-2000:]
     else:

@@ -369,6 +369,10 @@ if __name__ == "__main__":
     main()
 
 
+def _shown(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
 def stream_section() -> list[str]:
     """Streaming (issue 15): the 5 GB LIBSVM file under a memory limit, and the 10⁷ × 100 memory-mapped
     time to target. Not run by this script (about an hour and 15 GB of disk); rendered from
@@ -400,11 +404,11 @@ def stream_section() -> list[str]:
         for name, step in steps.items():
             output = step.get("output") if isinstance(step.get("output"), dict) else {}
             test = (output.get("test") or {}).get("value")
-            command = step["argv"].split("/")[-1] if False else " ".join(
-                part.rsplit("/", 1)[-1] for part in step["argv"].split())
-            lines.append(f"| {name} | `{command}` | {step['limit_mb'] or '-'} | {step['seconds']} | "
+            command = " ".join(part.rsplit("/", 1)[-1] for part in step["argv"].split())
+            limit = f"{step.get('limit_kind') or 'RLIMIT_AS'} {step['limit_mb']} MB" if step["limit_mb"] else "-"
+            lines.append(f"| {name} | `{command}` | {limit} | {step['seconds']} | "
                          f"{step['peak_rss_mb_children_max']} | "
-                         f"{'exit ' + str(step['exit_code']) if step['exit_code'] else f'{test:.4f}'} |")
+                         f"{'exit ' + str(step['exit_code']) if step['exit_code'] else _shown(test)} |")
         lines.append("")
     path = RESULTS / "stream_dense.json"
     if path.exists():

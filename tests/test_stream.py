@@ -386,3 +386,13 @@ def test_a_long_stream_tunes_the_threshold_on_a_seeded_sample(monkeypatch):
     again = fit_stream([(X, y)], measure="gmean", epochs=2)
     np.testing.assert_array_equal(sampled.coef, everything.coef)  # the same weights, another cut
     assert sampled.threshold != everything.threshold and sampled.threshold == again.threshold
+
+
+def test_train_streams_directories_and_large_files_unless_told(files, monkeypatch):
+    import calopt_cli.stream as cli_stream
+
+    train = str(files / "train.svm")
+    assert not cli_stream.streams(train, None) and cli_stream.streams(train, True)
+    monkeypatch.setattr(cli_stream, "STREAM_ABOVE_BYTES", 1000)
+    assert cli_stream.streams(train, None) and not cli_stream.streams(train, False)
+    assert cli_stream.streams(str(files), None) and not cli_stream.streams("a9a", None)
