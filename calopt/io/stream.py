@@ -22,6 +22,7 @@ the scores) are ever held for the whole data; features are O(part + buffer).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -811,8 +812,8 @@ def _fill(source: ChunkSource, found: Survey, directory: Path,
                   "indptr": (np.dtype(np.int64), (n + 1,))}
     else:
         shapes = {"X": (np.dtype(np.float64), (n, d))}
-    files = {name: open(directory / f"{name}.npy", "wb") for name in shapes}
-    try:
+    with contextlib.ExitStack() as opened:
+        files = {name: opened.enter_context(open(directory / f"{name}.npy", "wb")) for name in shapes}
         for name, (dtype, shape) in shapes.items():
             np.lib.format.write_array_header_1_0(files[name], {
                 "descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape})
@@ -835,6 +836,3 @@ def _fill(source: ChunkSource, found: Survey, directory: Path,
                 progress(row, "convert")
         if row != n or (found.sparse and nz != found.nnz):
             raise DataError(f"{found.source}: changed while it was converted ({row} rows, {n} at first)")
-    finally:
-        for file in files.values():
-            file.close()
