@@ -46,7 +46,8 @@ from calopt.registry import (
     list_measures,
 )
 from calopt.training.aggregate import aggregate
-from calopt.training.pipeline import fit, fit_multiclass
+from calopt.training.pipeline import fit_multiclass
+from calopt.training.stream import fit  # pipeline.fit, or on a stream of chunks
 from calopt.version import __version__
 
 __all__ = [

@@ -35,11 +35,13 @@ from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, device, get_backend, is_sparse, namespace, to_numpy
 from calopt.constraints import unmet_message
 from calopt.io.labels import json_label, show_label
+from calopt.io.stream import is_chunked
 from calopt.measures import confusion_counts
 from calopt.models.linear import LinearModel, Model, MulticlassModel
 from calopt.training.loop import Trainer, run
 from calopt.training.pipeline import fit, prepare, resolve_backend
 from calopt.training.selection import MAX_EPOCHS, PATIENCE, choose_settings
+from calopt.training.stream import partial_fit_chunks
 
 __all__ = ["CaloptClassifier", "make_scorer", "measure_score"]
 
@@ -229,7 +231,7 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         self.__dict__.pop("_stream", None)
         return self
 
-    def partial_fit(self, X: Any, y: Any, classes: Any = None, sample_weight: Any = None) -> CaloptClassifier:
+    def partial_fit(self, X: Any, y: Any = None, classes: Any = None, sample_weight: Any = None) -> CaloptClassifier:
         """One pass of the solver over the caller's rows, continuing from the previous call.
 
         The first call needs ``classes`` (every label the stream will have). Each call
@@ -247,10 +249,16 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         whole data at every step. After ``fit``, the first call starts the
         solver from ``coef_`` and ``intercept_`` (its other state, such as the step count
         and the dual variables, starts afresh).
+
+        With ``y`` None, ``X`` is an iterable of ``(X, y)`` chunks (or a file source,
+        :func:`calopt.io.stream.open_stream`), each one call in turn
+        (:func:`calopt.training.stream.partial_fit_chunks`).
         """
         if self.constraints:
             raise ValueError("constraints are applied by fit (the threshold among the feasible ones); "
                              "partial_fit does not take them")
+        if y is None and sample_weight is None and is_chunked(X):
+            return partial_fit_chunks(self, X, classes)
         stream = self.__dict__.get("_stream")
         fitted = hasattr(self, "classes_")
         if not fitted and classes is None:

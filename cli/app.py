@@ -21,7 +21,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup
 import calopt
 from calopt import registry
 from calopt.errors import CaloptError
-from calopt_cli import aggregate, compare, listing, scoring, training
+from calopt_cli import aggregate, compare, listing, scoring, stream, training
 
 __all__ = ["CaloptGroup", "app", "main", "print_error"]
 
@@ -182,7 +182,7 @@ def calopt_root(
 for _name, _command in [("train", training.train), ("evaluate", training.evaluate), ("predict", training.predict),
                         ("aggregate", aggregate.aggregate), ("compare", compare.compare), ("score", scoring.score),
                         ("list-measures", listing.list_measures), ("list-losses", listing.list_losses),
-                        ("list-algorithms", listing.list_algorithms)]:
+                        ("list-algorithms", listing.list_algorithms), ("convert", stream.convert)]:
     app.command(_name, cls=CaloptCommand)(_command)
 
 

@@ -56,6 +56,7 @@ from calopt_cli.options import (
 from calopt_cli.cluster import cluster_input, dask_client
 from calopt_cli.outputs import Output, check_outputs, write_text
 from calopt_cli.progress import epoch_progress
+from calopt_cli.stream import StreamOpt, streams, train_stream
 
 __all__ = ["CsvOptions", "DataArg", "DelimiterOpt", "HeaderOpt", "LabelColumnOpt", "evaluate", "load_dataset",
            "model_reading", "predict", "reading", "train"]
@@ -315,6 +316,7 @@ def train(
     ] = None,
     plot: PlotOpt = None,
     dask: DaskOpt = None,
+    stream: StreamOpt = None,
 ) -> None:
     """Train a linear classifier that maximises a performance measure.
 
@@ -347,6 +349,16 @@ def train(
     model_output, checkpoint_output, no_checkpoint = _train_outputs(
         model_out, checkpoint, resume, checkpoint_every, [source, test, resume])
     csv = CsvOptions(label_column, delimiter, header)
+    if (streams(source, stream) if data is not None else bool(stream)):  # out of core: calopt_cli.stream
+        return train_stream(source, csv, test=test, model_output=model_output, as_json=as_json,
+                            no_progress=no_progress,
+                            options=dict(measure=measure, algorithm=algorithm or None, loss=loss or None,
+                                         epochs=epochs, batch_size=batch_size, seed=seed or 0, positive=positive,
+                                         select=select),
+                            refused={"--backend": backend != "numpy", "--dtype": dtype, "--device": device,
+                                     "--checkpoint": checkpoint, "--checkpoint-every": checkpoint_every,
+                                     "--resume": resume, "--plot": plot, "--dask": dask,
+                                     "--constraint": constraints})
     if dask is not None:  # the workers read the training file; the test file is read after training
         cluster_X, cluster_y, read_options, train_set = cluster_input(source, csv, backend, device)
     else:

@@ -138,6 +138,8 @@ class _Input:
     source: str
     content: bytes | None = None
     compression: str | None = None
+    #: The number of the first line of ``content`` in its file (a chunk of a streamed file).
+    first_line: int = 1
 
 
 def _input(path: str | os.PathLike) -> _Input:
@@ -409,7 +411,7 @@ def _libsvm_error(found: _Input, zero_based: bool | str, exc: BaseException | No
     """Re-scan the text for the first bad line and describe it."""
     try:
         with _open(found) as f:
-            for number, line in enumerate(f, start=1):
+            for number, line in enumerate(f, start=found.first_line):
                 problem = _libsvm_problem(line, zero_based)
                 if problem:
                     return DataError(f"{found.source}: line {number}: {problem} in {_excerpt(line)}")
@@ -432,10 +434,10 @@ def _decode(raw: bytes, source: str) -> str:
         ) from None
 
 
-def _numbered_lines(text: str) -> Iterator[tuple[int, str]]:
+def _numbered_lines(text: str, first_line: int = 1) -> Iterator[tuple[int, str]]:
     """(line number, line) for the non-blank lines, skipping a KEEL ``@`` header."""
-    in_header = True
-    for number, line in enumerate(text.split("\n"), start=1):
+    in_header = first_line == 1
+    for number, line in enumerate(text.split("\n"), start=first_line):
         stripped = line.strip()
         if not stripped or (in_header and stripped.startswith("@")):
             continue
@@ -536,7 +538,7 @@ def _read_csv(
     """
     source = found.source
     text = _decode(_read_bytes(found), source)
-    lines = list(_numbered_lines(text))
+    lines = list(_numbered_lines(text, found.first_line))
     if not lines:
         raise DataError(f"{source}: empty file")
     delimiter = _csv_delimiter(delimiter, lines)
@@ -820,3 +822,100 @@ def train_test_split(
         dataset.like(X_train, y_train, f"{dataset.source} [train part]"),
         dataset.like(X_test, y_test, f"{dataset.source} [test part]"),
     )
+
+
+# ----------------------------------------------------------------------------- blocks (streaming)
+# The rules above, applied to a file read in blocks of whole lines (calopt.io.stream): the
+# same parser on each block, with the file's line numbers in its messages.
+
+
+def open_text(path: str | os.PathLike, format: str | None = None) -> tuple[_Input, str]:
+    """A regular data file ready to read in blocks, and its format (``libsvm``, ``csv``, ``npz``),
+    after the checks :func:`read_data` makes first (no such file, empty, binary, not UTF-8)."""
+    found = _input(path)
+    if found.content is not None:
+        raise ParameterError(f"{found.source}: a stream reads its data at least twice: give a regular file, "
+                             f"not a pipe or standard input")
+    head = _read_bytes(found, 1 << 16)
+    kind = _format(found, format, head)
+    if kind != "npz":
+        if not head.strip() and len(head) < 1 << 16:
+            raise DataError(f"{found.source}: empty file")
+        _check_text(head, found.source)
+    return found, kind
+
+
+def text_blocks(found: _Input, block_bytes: int) -> Iterator[tuple[int, int, bytes]]:
+    """(number of its first line, byte offset in the decompressed text, bytes) of consecutive
+    blocks of about ``block_bytes`` bytes of whole lines (the last may lack its line feed)."""
+    line, offset, rest = 1, 0, b""
+    try:
+        with _open(found) as f:
+            while True:
+                block = f.read(block_bytes)
+                if not block:
+                    break
+                block = rest + block
+                cut = block.rfind(b"\n") + 1
+                if cut == 0:
+                    rest = block
+                    continue
+                piece, rest = block[:cut], block[cut:]
+                yield line, offset, piece
+                line, offset = line + piece.count(b"\n"), offset + len(piece)
+    except _DECOMPRESSION_ERRORS as exc:
+        raise _corrupt(found, exc) from None
+    if rest.strip():
+        yield line, offset, rest
+
+
+def _block(found: _Input, block: bytes, first_line: int) -> _Input:
+    return replace(found, content=block, compression=None, first_line=first_line)
+
+
+def read_libsvm_block(found: _Input, block: bytes, first_line: int, *,
+                      one_based: bool = False) -> tuple[Any, np.ndarray, bool]:
+    """Lines of a LIBSVM file: (CSR features with the indices as written, labels, whether an
+    index 0 occurs). ``one_based``: an index 0 is the error :func:`read_data` gives, at its line."""
+    chunk = _block(found, block, first_line)
+    dataset = _read_libsvm(chunk, zero_based=True)
+    X = dataset.X
+    has_zero = bool(X.nnz) and int(X.indices.min()) == 0
+    if one_based and has_zero:
+        raise _libsvm_error(chunk, False, None, X=X)
+    return X, dataset.labels, has_zero
+
+
+def one_based_columns(X: Any) -> Any:
+    """LIBSVM features read as written, with one-based indices: column j becomes j − 1."""
+    return sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], max(X.shape[1] - 1, 0)))
+
+
+def csv_layout(found: _Input, block: bytes, label_column: int | str, delimiter: str | None) -> tuple[str, str]:
+    """The label column's index and the delimiter (as options for :func:`read_csv_block`) that
+    :func:`read_data` settles on the first lines of a CSV file (``block``: its first block)."""
+    lines = list(_numbered_lines(_decode(block, found.source)))
+    delimiter = _csv_delimiter(delimiter, lines)
+    first = _split_rows(lines[:1], delimiter, found.source)[0]
+    if isinstance(label_column, str) and _integer(label_column) is None:
+        label_index = first.index(label_column)
+    else:
+        label_index = _column_index(label_column, len(first), found.source)
+    return str(label_index), "whitespace" if delimiter is None else delimiter
+
+
+def read_csv_block(found: _Input, block: bytes, first_line: int, label_column: int | str,
+                   delimiter: str | None, header: bool | None) -> tuple[np.ndarray, np.ndarray]:
+    """Lines of a CSV file: (features, labels), read by :func:`read_data`'s rules."""
+    dataset = _read_csv(_block(found, block, first_line), label_column, delimiter, header)
+    return dataset.X, dataset.labels
+
+
+def label_column_index(label_column: int | str, names: list[str], source: str) -> int:
+    """The label column among ``names``: a name, or an index (negative from the end)."""
+    if isinstance(label_column, str) and _integer(label_column) is None:
+        if label_column not in names:
+            raise DataError(f"{source}: no column named {_excerpt(label_column, 30)} "
+                            f"(columns: {', '.join(_excerpt(n, 20) for n in names[:8])})")
+        return names.index(label_column)
+    return _column_index(label_column, len(names), source)

@@ -90,7 +90,7 @@ class Lbfgs(Algorithm):
         if not problem.loss.smooth:
             raise ParameterError(f"algorithm {self.name!r} needs a differentiable loss (logistic, squared, "
                                  f"calibrated-hinge, exponential); {problem.loss.name!r} is not")
-        if problem.epochs < 2:
+        if problem.epochs is not None and problem.epochs < 2:  # None: partial_fit, one call after another
             raise ParameterError(f"algorithm {self.name!r} needs 2 or more epochs: its first pass only evaluates "
                                  f"the gradient at 0")
 

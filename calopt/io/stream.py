@@ -1,0 +1,838 @@
+"""Data larger than memory: chunked sources, the first pass over them, and the streaming reader.
+
+A :class:`ChunkSource` reads one file (or one directory) part by part, in bounded memory,
+with the rules of the in-memory readers of :mod:`calopt.io.files` (each text chunk goes
+through the same parser, so index base, width, labels and error messages agree):
+
+- LIBSVM/svmlight and CSV text, plain or ``.gz``/``.bz2``, read in blocks of whole lines;
+- a directory of ``.npy`` arrays, memory-mapped: ``X.npy`` + ``y.npy`` (dense) or
+  ``data.npy``, ``indices.npy``, ``indptr.npy`` + ``y.npy`` (CSR, zero-based indices),
+  optionally with the ``calopt-stream.json`` that :func:`convert` writes;
+- Parquet through pyarrow (the optional extra ``calopt[parquet]``), by row group;
+- an iterable of ``(X, y)`` chunks built in Python.
+
+:func:`survey` is the first pass: row and class counts, the width, the index base and
+the max-abs scaling, and a uniform sample of rows for the step trial. :class:`StreamReader`
+then serves the training loop (:mod:`calopt.training.loop`) like an
+:class:`~calopt.io.batches.ArrayReader`: each epoch reads the parts in a seeded random
+order (plain text files are read at their byte offsets; compressed text can only be
+read in file order) through a bounded shuffle buffer. Only O(n) numbers (the labels,
+the scores) are ever held for the whole data; features are O(part + buffer).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from calopt.errors import DataError, ParameterError, one_line
+from calopt.io.batches import ArrayReader, Batch
+from calopt.io.files import (
+    csv_layout,
+    label_column_index,
+    one_based_columns,
+    open_text,
+    read_csv_block,
+    read_libsvm_block,
+    text_blocks,
+)
+
+__all__ = [
+    "BUFFER_ROWS",
+    "CHUNK_BYTES",
+    "STREAM_ABOVE_BYTES",
+    "ChunkSource",
+    "StreamReader",
+    "Survey",
+    "chunk_source",
+    "convert",
+    "is_chunked",
+    "open_stream",
+    "survey",
+    "widen",
+]
+
+#: Bytes of text (decompressed) parsed at a time: about 2-3× that in memory while parsed.
+CHUNK_BYTES = 32 << 20
+#: Rows the shuffle buffer keeps back to mix with the next part.
+BUFFER_ROWS = 50_000
+#: ``calopt train`` streams a data file at least this large without being asked (--stream).
+STREAM_ABOVE_BYTES = 1 << 30
+#: Rows of the pool gathered at a time to serve batches (at least one batch).
+GATHER_ROWS = 16_384
+#: The description file :func:`convert` writes into its directory.
+META = "calopt-stream.json"
+_PARQUET_MAGIC = b"PAR1"
+
+
+@dataclass
+class Part:
+    """Features (float64 ndarray or CSR, the part's own width for LIBSVM) and labels as read."""
+
+    X: Any
+    labels: np.ndarray
+    #: The unit ``ChunkSource.read`` reads again (a text block, a row range, a row group, a chunk).
+    unit: int = 0
+    #: LIBSVM: whether an index 0 occurs (the first pass decides the index base from it).
+    has_zero: bool = False
+
+
+# ----------------------------------------------------------------------------- sources
+class ChunkSource:
+    """A file read part by part. ``parts()`` yields every part in file order;
+    ``read(i)`` reads part ``i`` again when ``seekable`` (after ``parts()`` has run once)."""
+
+    source: str = "<chunks>"
+    format: str = "arrays"
+    zero_based: bool | None = None
+    #: Whether the width is only the largest index seen (LIBSVM), as :class:`~calopt.io.files.Dataset`.
+    open_width: bool = True
+    seekable: bool = False
+
+    def parts(self) -> Iterator[Part]:
+        raise NotImplementedError
+
+    def read(self, index: int) -> Iterator[Part]:
+        raise NotImplementedError
+
+    def settle(self, survey: Survey) -> None:
+        """Learn what the first pass found (the index base of a LIBSVM file)."""
+
+
+class _TextSource(ChunkSource):
+    """LIBSVM or CSV text in blocks of whole lines; a plain file is seekable by byte offset."""
+
+    def __init__(self, found: Any, chunk_bytes: int):
+        self.found, self.source, self.chunk_bytes = found, found.source, int(chunk_bytes)
+        self.seekable = found.compression is None
+        self.spans: list[tuple[int, int, int]] = []  # (first line, offset, length)
+
+    def parts(self) -> Iterator[Part]:
+        self.spans = []
+        for line, offset, block in text_blocks(self.found, self.chunk_bytes):
+            if not block.strip():
+                continue
+            self.spans.append((line, offset, len(block)))
+            part = self._parse(block, line)
+            part.unit = len(self.spans) - 1
+            yield part
+
+    def read(self, index: int) -> Iterator[Part]:
+        line, offset, length = self.spans[index]
+        with open(self.found.path, "rb") as f:
+            f.seek(offset)
+            block = f.read(length)
+        yield self._parse(block, line)
+
+    def _parse(self, block: bytes, line: int) -> Part:
+        raise NotImplementedError
+
+
+class _LibsvmSource(_TextSource):
+    """LIBSVM text: each block through :func:`calopt.io.files._read_libsvm` as written
+    (zero-based), the base applied once the first pass has seen every index."""
+
+    format, open_width = "libsvm", True
+
+    def __init__(self, found: Any, chunk_bytes: int, zero_based: bool | str):
+        super().__init__(found, chunk_bytes)
+        self.requested, self.zero_based = zero_based, None
+
+    def _parse(self, block: bytes, line: int) -> Part:
+        X, labels, has_zero = read_libsvm_block(self.found, block, line, one_based=self.requested is False)
+        if self.zero_based is False:
+            X = one_based_columns(X)
+        return Part(X, labels, has_zero=has_zero)
+
+    def settle(self, survey: Survey) -> None:
+        """The index base, and the width, scaling and sample of a one-based file (seen as written)."""
+        self.zero_based = bool(survey.has_zero) if self.requested == "auto" else bool(self.requested)
+        if not self.zero_based and survey.n_features:
+            survey.n_features -= 1
+            survey.max_abs = survey.max_abs[1:]
+            if survey.sample is not None:
+                survey.sample = survey.sample[:, 1:]
+
+
+class _CsvSource(_TextSource):
+    """CSV text: the first block read with the options given (delimiter sniffed, header
+    detected, label column by name or index as :func:`calopt.io.files.read_data` does),
+    every later block with the layout the first one settled."""
+
+    format, open_width = "csv", False
+
+    def __init__(self, found: Any, chunk_bytes: int, label_column: int | str, delimiter: str | None,
+                 header: bool | None):
+        super().__init__(found, chunk_bytes)
+        self.options = (label_column, delimiter, header)
+        self.layout: tuple[str, str] | None = None  # (label column index, delimiter) after the first block
+
+    def _parse(self, block: bytes, line: int) -> Part:
+        if line == 1:
+            X, labels = read_csv_block(self.found, block, line, *self.options)
+            self.layout = csv_layout(self.found, block, *self.options[:2])
+        else:
+            X, labels = read_csv_block(self.found, block, line, *self.layout, False)
+        return Part(X, labels)
+
+
+def _checked_features(X: Any, labels: np.ndarray, source: str, first_row: int) -> Part:
+    """A part of an array file: numeric, finite features and finite labels, as float64."""
+    if getattr(X, "dtype", np.dtype(object)).kind not in "biuf":
+        raise DataError(f"{source}: features must be numeric, not {X.dtype}")
+    X = X.astype(np.float64, copy=False) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    values = X.data if sp.issparse(X) else X
+    if not np.isfinite(values).all():
+        if sp.issparse(X):
+            k = int(np.flatnonzero(~np.isfinite(X.data))[0])
+            row, column = int(np.searchsorted(X.indptr, k, side="right")) - 1, int(X.indices[k])
+        else:
+            row, column = (int(i) for i in np.argwhere(~np.isfinite(X))[0])
+        raise DataError(f"{source}: X[{first_row + row}, {column}] is not finite (row {first_row + row}, from 0)")
+    labels = np.asarray(labels)
+    if labels.dtype.kind not in "biufUS":
+        raise DataError(f"{source}: labels must be numbers or strings, not {labels.dtype}")
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        row = first_row + int(np.flatnonzero(~np.isfinite(labels))[0])
+        raise DataError(f"{source}: y[{row}] is not finite (labels must be finite)")
+    return Part(X, labels)
+
+
+@dataclass(frozen=True)
+class _Npy:
+    """A ``.npy`` file known by its header alone: where its data start, their type and shape.
+    Nothing is mapped until :func:`_rows_of` maps the rows it reads."""
+
+    filename: str
+    offset: int
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+def _load_npy(path: Path, source: str) -> _Npy:
+    """The header of a C-ordered ``.npy`` array of numbers or strings (never pickle), checked
+    against the file's size."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f"format version {version[0]}.{version[1]} is not supported")
+            offset = f.tell()
+        size = os.path.getsize(path)
+    except (OSError, ValueError, EOFError, SyntaxError) as exc:
+        raise DataError(f"{source}: {path.name}: not a .npy array ({one_line(exc, 80)})") from None
+    if dtype.hasobject or dtype.kind not in "biufUS":
+        raise DataError(f"{source}: {path.name}: an array of {dtype} (numbers or strings only; never pickle)")
+    if fortran and len(shape) > 1:
+        raise DataError(f"{source}: {path.name}: Fortran order; save it in C order (rows contiguous) to stream it")
+    if offset + math.prod(shape) * dtype.itemsize > size:
+        raise DataError(f"{source}: {path.name}: declares {'×'.join(map(str, shape))} {dtype} but holds "
+                        f"{size - offset} bytes")
+    return _Npy(str(path), offset, dtype, tuple(int(k) for k in shape))
+
+
+def _rows_of(array: _Npy, start: int, stop: int, dtype: Any = None) -> np.ndarray:
+    """A copy of rows ``start:stop`` through a mapping of those rows only, unmapped on return:
+    neither the address space nor the resident set ever holds the whole file."""
+    row_bytes = array.dtype.itemsize * math.prod(array.shape[1:])
+    if stop <= start or row_bytes == 0:
+        return np.zeros((max(stop - start, 0), *array.shape[1:]), dtype=dtype or array.dtype)
+    part = np.memmap(array.filename, dtype=array.dtype, mode="r", offset=array.offset + start * row_bytes,
+                     shape=(stop - start, *array.shape[1:]))
+    rows = np.array(part, dtype=dtype or array.dtype, copy=True)
+    del part  # the last reference: unmapped here
+    return rows
+
+
+class _ArrayDirectory(ChunkSource):
+    """A directory of memory-mapped ``.npy`` arrays, read ``part_rows`` rows at a time."""
+
+    seekable = True
+
+    def __init__(self, path: Path, part_rows: int):
+        self.path, self.source, self.part_rows = path, str(path), int(part_rows)
+        meta_path = path / META
+        self.meta: dict[str, Any] = {}
+        if meta_path.is_file():
+            try:
+                self.meta = json.loads(meta_path.read_text())
+            except (OSError, ValueError) as exc:
+                raise DataError(f"{self.source}: {META}: {one_line(exc, 80)}") from None
+        self.y = _load_npy(path / "y.npy", self.source)
+        if self.y.ndim != 1:
+            raise DataError(f"{self.source}: y.npy must be 1-D, not of shape {self.y.shape}")
+        self.n_rows = int(self.y.shape[0])
+        self.zero_based = self.meta.get("zero_based")
+
+    def parts(self) -> Iterator[Part]:
+        for index in range(math.ceil(self.n_rows / self.part_rows)):
+            yield from self.read(index)
+
+    def _rows(self, index: int) -> tuple[int, int]:
+        start = index * self.part_rows
+        return start, min(start + self.part_rows, self.n_rows)
+
+
+class _DenseDirectory(_ArrayDirectory):
+    format, open_width = "npy", False
+
+    def __init__(self, path: Path, part_rows: int):
+        super().__init__(path, part_rows)
+        self.X = _load_npy(path / "X.npy", self.source)
+        if self.X.ndim != 2 or self.X.shape[0] != self.n_rows:
+            raise DataError(f"{self.source}: X.npy has shape {self.X.shape}; y.npy has {self.n_rows} labels")
+        self.format = self.meta.get("format", "npy")
+        self.open_width = bool(self.meta.get("open_width", False))
+
+    def read(self, index: int) -> Iterator[Part]:
+        start, stop = self._rows(index)
+        if self.X.dtype.kind not in "biuf":
+            raise DataError(f"{self.source}: X.npy must hold numbers, not {self.X.dtype}")
+        X = _rows_of(self.X, start, stop, np.float64)
+        yield replace(_checked_features(X, _rows_of(self.y, start, stop), self.source, start), unit=index)
+
+
+class _CsrDirectory(_ArrayDirectory):
+    format, open_width = "csr", True
+
+    def __init__(self, path: Path, part_rows: int):
+        super().__init__(path, part_rows)
+        self.data, self.indices, self.indptr = (_load_npy(path / f"{name}.npy", self.source)
+                                                for name in ("data", "indices", "indptr"))
+        if self.indptr.ndim != 1 or self.indptr.shape[0] != self.n_rows + 1 or self.data.shape != self.indices.shape \
+                or int(_rows_of(self.indptr, self.n_rows, self.n_rows + 1)[0]) != self.data.shape[0]:
+            raise DataError(f"{self.source}: data, indices and indptr do not form a CSR matrix of "
+                            f"{self.n_rows} rows (y.npy's)")
+        if self.indices.dtype.kind not in "iu" or self.indptr.dtype.kind not in "iu":
+            raise DataError(f"{self.source}: indices and indptr must be integers")
+        self.format = self.meta.get("format", "csr")
+        self.width = self.meta.get("n_features")
+
+    def read(self, index: int) -> Iterator[Part]:
+        start, stop = self._rows(index)
+        pointers = _rows_of(self.indptr, start, stop + 1, np.int64)
+        first, last = int(pointers[0]), int(pointers[-1])
+        indices = _rows_of(self.indices, first, last)
+        if indices.size and (int(indices.min()) < 0 or (self.width is not None and int(indices.max()) >= self.width)):
+            raise DataError(f"{self.source}: rows {start}-{stop - 1}: a column index outside 0..{self.width}")
+        width = self.width if self.width is not None else (int(indices.max()) + 1 if indices.size else 0)
+        X = sp.csr_matrix((_rows_of(self.data, first, last), indices, pointers - first), shape=(stop - start, width))
+        yield replace(_checked_features(X, _rows_of(self.y, start, stop), self.source, start), unit=index)
+
+
+class _ParquetSource(ChunkSource):
+    """A Parquet file through pyarrow: a part is a row group, read ``part_rows`` rows at a time;
+    the label column by index (negative from the end) or name, every other column a feature."""
+
+    format, open_width, seekable = "parquet", False, True
+
+    def __init__(self, path: Path, part_rows: int, label_column: int | str):
+        try:
+            import pyarrow
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ParameterError(f"{path}: reading Parquet needs pyarrow: pip install 'calopt[parquet]'") from None
+        self.source, self.part_rows = str(path), int(part_rows)
+        try:
+            self.file = pq.ParquetFile(path)
+        except (pyarrow.ArrowException, OSError, ValueError) as exc:
+            raise DataError(f"{self.source}: not a Parquet file ({one_line(exc, 80)})") from None
+        names = self.file.schema_arrow.names
+        if len(names) < 2:
+            raise DataError(f"{self.source}: {len(names)} column; need features and a label")
+        self.label = names[label_column_index(label_column, names, self.source)]
+        self.features = [name for name in names if name != self.label]
+        self.errors = pyarrow.ArrowException
+        self.starts = np.concatenate([[0], np.cumsum([self.file.metadata.row_group(g).num_rows
+                                                      for g in range(self.file.num_row_groups)])])
+
+    def parts(self) -> Iterator[Part]:
+        for group in range(self.file.num_row_groups):
+            yield from self.read(group)
+
+    def read(self, index: int) -> Iterator[Part]:
+        first = int(self.starts[index])
+        for batch in self.file.iter_batches(batch_size=self.part_rows, row_groups=[index]):
+            try:
+                X = np.column_stack([batch.column(name).to_numpy(zero_copy_only=False) for name in self.features])
+            except (self.errors, ValueError, TypeError) as exc:
+                raise DataError(f"{self.source}: row group {index}: {one_line(exc, 80)}") from None
+            labels = batch.column(self.label).to_numpy(zero_copy_only=False)
+            if labels.dtype.kind == "O":
+                labels = labels.astype(str)
+            yield replace(_checked_features(X, labels, self.source, first), unit=index)
+            first += batch.num_rows
+
+
+class _Chunks(ChunkSource):
+    """``(X, y)`` pairs from Python: a list (seekable) or any iterable that can be iterated again."""
+
+    format, open_width = "arrays", False
+
+    def __init__(self, chunks: Iterable[Any]):
+        self.chunks, self.seekable = chunks, isinstance(chunks, Sequence)
+
+    def parts(self) -> Iterator[Part]:
+        iterator = iter(self.chunks)
+        if iterator is self.chunks:
+            raise ParameterError("the chunks are a one-shot iterator (a generator?); training reads them at least "
+                                 "twice: pass a list, an object whose __iter__ starts again, or a file source "
+                                 "(calopt.io.stream.open_stream)")
+        start = 0
+        for index, item in enumerate(iterator):
+            yield replace(self._part(item, start), unit=index)
+            start += int(np.shape(item[1])[0]) if _is_pair(item) else 0
+
+    def read(self, index: int) -> Iterator[Part]:
+        yield replace(self._part(self.chunks[index], 0), unit=index)
+
+    def _part(self, item: Any, start: int) -> Part:
+        from calopt.backends import to_numpy
+
+        if not _is_pair(item):
+            raise ParameterError(f"each chunk must be a pair (X, y), not {type(item).__name__}")
+        X, labels = item
+        X = X.tocsr() if sp.issparse(X) else to_numpy(X)
+        labels = np.asarray(to_numpy(labels))
+        if getattr(X, "ndim", 0) != 2 or labels.ndim != 1 or X.shape[0] != labels.shape[0]:
+            raise DataError(f"chunk at row {start}: X of shape {np.shape(X)} and y of shape {labels.shape} "
+                            f"(need 2-D X and 1-D y of as many rows)")
+        return _checked_features(X, labels, "chunks", start)
+
+
+def _is_pair(item: Any) -> bool:
+    return isinstance(item, (tuple, list)) and len(item) == 2
+
+
+def is_chunked(X: Any) -> bool:
+    """Whether ``X`` is a chunked source: a :class:`ChunkSource`, or a list/iterable of (X, y) pairs."""
+    if isinstance(X, ChunkSource):
+        return True
+    if hasattr(X, "shape") or isinstance(X, (str, bytes, os.PathLike)) or not isinstance(X, Iterable):
+        return False
+    if isinstance(X, Sequence):
+        return len(X) > 0 and all(_is_pair(item) for item in X)
+    return True  # an iterable without a shape: chunks (checked as they are read)
+
+
+def chunk_source(X: Any) -> ChunkSource:
+    return X if isinstance(X, ChunkSource) else _Chunks(X)
+
+
+def open_stream(
+    path: str | os.PathLike,
+    *,
+    format: str | None = None,
+    label_column: int | str = -1,
+    delimiter: str | None = None,
+    header: bool | None = None,
+    zero_based: bool | str = "auto",
+    chunk_bytes: int = CHUNK_BYTES,
+    part_rows: int | None = None,
+) -> ChunkSource:
+    """A chunked source for a data file or directory (see the module docstring for the layouts).
+
+    The options mean what they mean for :func:`calopt.io.files.read_data`. Text is parsed
+    ``chunk_bytes`` (decompressed) at a time; arrays and Parquet are read ``part_rows``
+    rows at a time (default: about ``chunk_bytes`` of float64 features).
+    """
+    source = os.fspath(path)
+    if source == "-":
+        raise ParameterError("a stream reads its data at least twice: give a file, not standard input")
+    if not isinstance(chunk_bytes, int) or chunk_bytes < 1:
+        raise ParameterError(f"chunk_bytes must be a whole number ≥ 1, not {chunk_bytes!r}")
+    path = Path(source)
+    if path.is_dir():
+        rows = part_rows or max(1, chunk_bytes // (8 * 100))
+        if (path / "X.npy").exists():
+            return _DenseDirectory(path, rows)
+        if (path / "indptr.npy").exists():
+            return _CsrDirectory(path, rows)
+        raise DataError(f"{source}: is a directory, not a data file nor arrays to stream (X.npy, or data.npy, "
+                        f"indices.npy and indptr.npy (CSR), with y.npy)")
+    if (format or "").lower() == "parquet" or path.suffix in (".parquet", ".pq") or _magic(path) == _PARQUET_MAGIC:
+        return _ParquetSource(path, part_rows or 65_536, label_column)
+    found, kind = open_text(path, format)
+    if kind == "npz":
+        raise DataError(f"{source}: an .npz archive cannot be memory-mapped; save X.npy and y.npy in a directory "
+                        f"(or train in memory)")
+    if kind == "csv":
+        return _CsvSource(found, chunk_bytes, label_column, delimiter, header)
+    return _LibsvmSource(found, chunk_bytes, zero_based)
+
+
+def _magic(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(_PARQUET_MAGIC))
+    except OSError:
+        return b""  # open_text words the error
+
+
+# ----------------------------------------------------------------------------- the first pass
+@dataclass
+class Survey:
+    """What the first pass over a source found.
+
+    ``labels`` holds every label in file order (O(n): what the loop needs for the class
+    counts and the threshold); ``max_abs`` each feature's largest absolute value;
+    ``part_rows`` the rows of each part; ``sample`` a uniform sample of at most
+    ``sample_rows`` rows (raw features, their row numbers in ``sample_index``, increasing).
+    """
+
+    source: str
+    format: str
+    n_rows: int
+    n_features: int
+    labels: np.ndarray
+    max_abs: np.ndarray
+    part_rows: list[int]
+    zero_based: bool | None = None
+    has_zero: bool = False
+    open_width: bool = True
+    nnz: int = 0
+    sparse: bool = False
+    sample: Any = None
+    sample_index: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def reading(self) -> dict[str, Any]:
+        """How the file was read (a model's ``options["data"]``, as for in-memory files)."""
+        return {"format": self.format, "zero_based": self.zero_based, "n_features": self.n_features}
+
+
+def widen(X: Any, width: int) -> Any:
+    """X with ``width`` columns (zero columns appended; a narrower LIBSVM part)."""
+    if X.shape[1] == width:
+        return X
+    if sp.issparse(X):
+        X = X.tocsr(copy=True)
+        X.resize((X.shape[0], width))
+        return X
+    return np.hstack([X, np.zeros((X.shape[0], width - X.shape[1]))])
+
+
+def _stack(blocks: list[Any]) -> Any:
+    if len(blocks) == 1:
+        return blocks[0]
+    width = max(block.shape[1] for block in blocks)
+    blocks = [widen(block, width) for block in blocks]
+    return sp.vstack(blocks, format="csr") if sp.issparse(blocks[0]) else np.concatenate(blocks)
+
+
+def _max_abs(X: Any) -> np.ndarray:
+    if X.shape[0] == 0:
+        return np.zeros(X.shape[1])
+    if sp.issparse(X):
+        return np.asarray(abs(X).max(axis=0).toarray(), dtype=np.float64).ravel()
+    return np.max(np.abs(X), axis=0)
+
+
+def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
+           progress: Callable[[int, str], None] | None = None) -> Survey:
+    """The first pass: counts, width, index base, max-abs scaling and a uniform row sample.
+
+    The sample keeps the rows with the ``sample_rows`` smallest seeded random keys
+    (bottom-k sampling, one vectorised selection per part). ``progress(rows, "survey")``
+    is called after each part.
+    """
+    rng = np.random.default_rng([seed, 7])
+    labels, part_rows, max_abs = [], [], np.zeros(0)
+    width, nnz, has_zero, sparse, kinds = 0, 0, False, False, set()
+    sample, sample_keys, sample_index = None, np.zeros(0), np.zeros(0, dtype=np.int64)
+    n = 0
+    for part in source.parts():
+        X, rows = part.X, int(part.X.shape[0])
+        if part.unit >= len(part_rows):
+            part_rows.append(0)
+        part_rows[part.unit] += rows
+        if rows == 0:
+            continue
+        sparse = sp.issparse(X)
+        if not source.open_width and width and X.shape[1] != width:
+            raise DataError(f"{source.source}: rows from {n}: {X.shape[1]} features where earlier rows have {width}")
+        width = max(width, int(X.shape[1]))
+        part_max = _max_abs(X)
+        max_abs = np.maximum(np.pad(max_abs, (0, width - max_abs.size)), np.pad(part_max, (0, width - part_max.size)))
+        nnz += int(X.nnz) if sparse else rows * int(X.shape[1])
+        has_zero |= part.has_zero
+        kinds.add("text" if part.labels.dtype.kind in "US" else "number")
+        if len(kinds) > 1:
+            raise DataError(f"{source.source}: rows from {n}: labels are text where earlier ones are numbers "
+                            f"(or the other way round); a streamed file's labels must be all numbers or all text")
+        labels.append(np.asarray(part.labels))
+        if sample_rows:
+            part_keys = rng.random(rows)
+            # once the sample is full, only the part's rows with a key below its largest can enter
+            take = np.flatnonzero(part_keys < sample_keys.max()) if sample_keys.size >= sample_rows else None
+            part_index = np.arange(n, n + rows) if take is None else n + take
+            part_X = X if take is None else X[take]
+            keys = np.concatenate([sample_keys, part_keys if take is None else part_keys[take]])
+            index = np.concatenate([sample_index, part_index])
+            pool = part_X if sample is None else _stack([sample, part_X])
+            if keys.size > sample_rows:
+                keep = np.sort(np.argpartition(keys, sample_rows)[:sample_rows])
+                keys, index, pool = keys[keep], index[keep], pool[keep]
+            sample, sample_keys, sample_index = pool, keys, index
+        n += rows
+        if progress is not None:
+            progress(n, "survey")
+    if n == 0:
+        raise DataError(f"{source.source}: no data rows")
+    found = Survey(source.source, source.format, n, width, np.concatenate(labels), max_abs, part_rows,
+                   has_zero=has_zero, open_width=source.open_width, nnz=nnz, sparse=sparse,
+                   sample=None if sample is None else widen(sample, width), sample_index=sample_index)
+    source.settle(found)
+    found.zero_based = source.zero_based
+    return found
+
+
+# ----------------------------------------------------------------------------- the reader
+class StreamedRows:
+    """The training features of a stream as a (n, d) operand of ``@``: ``X @ w`` reads every
+    part in file order and returns the (n,) or (n, k) products; ``X.T @ c`` sums the parts'
+    products. What the once-per-epoch steps (threshold, levels) need of ``reader.full()``,
+    with one part's features in memory at a time."""
+
+    ndim = 2
+
+    def __init__(self, reader: StreamReader):
+        self.reader = reader
+        self.shape = (reader.n_samples, reader.n_features)
+        self.dtype = np.dtype(np.float64)
+
+    def __matmul__(self, other: Any) -> np.ndarray:
+        return np.concatenate([X @ other for X, _, _ in self.reader.in_order("scores")])
+
+    @property
+    def T(self) -> _StreamedTranspose:
+        return _StreamedTranspose(self)
+
+
+class _StreamedTranspose:
+    ndim = 2
+
+    def __init__(self, rows: StreamedRows):
+        self.rows, self.shape = rows, rows.shape[::-1]
+
+    def __matmul__(self, other: Any) -> np.ndarray:
+        total = None
+        for X, start, stop in self.rows.reader.in_order("gradient"):
+            term = X.T @ other[start:stop]
+            total = term if total is None else total + term
+        return total
+
+
+class StreamReader:
+    """The loop's reader over a chunked source: ``epoch`` shuffles by part order and a
+    bounded buffer, ``full()`` is the whole data as :class:`StreamedRows`.
+
+    Features are divided by ``scale`` (the survey's max-abs, fixed) as
+    :func:`calopt.training.pipeline.prepare` does in memory; ``y`` holds the ±1 labels
+    of every row in file order. An epoch with ``rng`` reads the parts in the order
+    ``rng.permutation`` gives (when the source can seek and has more than one part),
+    adds each to a pool, and whenever the pool holds more than ``buffer_rows`` rows
+    serves a seeded random choice of whole batches from it, keeping ``buffer_rows`` rows
+    to mix with the next part; at the end the rest is served in random order. Every row
+    is served exactly once an epoch. With one part and a buffer at least as large, an
+    epoch is exactly :class:`~calopt.io.batches.ArrayReader`'s (one ``rng.permutation(n)``).
+    """
+
+    def __init__(self, source: ChunkSource, found: Survey, y: np.ndarray, scale: np.ndarray, xp: Any, *,
+                 buffer_rows: int = BUFFER_ROWS, progress: Callable[[int, str], None] | None = None):
+        if not isinstance(buffer_rows, int) or isinstance(buffer_rows, bool) or buffer_rows < 0:
+            raise ParameterError(f"buffer_rows must be a whole number ≥ 0, not {buffer_rows!r}")
+        self.source, self.survey, self.y, self.scale, self.xp = source, found, y, scale, xp
+        self.buffer_rows, self.progress = int(buffer_rows), progress
+        self.starts = np.concatenate([[0], np.cumsum(found.part_rows)]).astype(np.int64)
+        self.passes = 0
+
+    @property
+    def n_samples(self) -> int:
+        return self.survey.n_rows
+
+    @property
+    def n_features(self) -> int:
+        return self.survey.n_features
+
+    def prepared(self, X: Any) -> Any:
+        X = widen(X, self.n_features)
+        if sp.issparse(X):
+            return (X @ sp.diags(1.0 / self.scale)).tocsr()
+        return X / self.scale
+
+    def _parts(self, order: Sequence[int] | None) -> Iterator[tuple[Any, int, int]]:
+        """(scaled features, first row, stop row) of the parts in ``order`` (None: a pass in file order)."""
+        if order is None:
+            start = 0
+            for part in self.source.parts():
+                stop = start + int(part.X.shape[0])
+                if stop > start:
+                    yield self.prepared(part.X), start, stop
+                start = stop
+            return
+        for index in order:
+            start = int(self.starts[index])
+            for part in self.source.read(int(index)):
+                stop = start + int(part.X.shape[0])
+                yield self.prepared(part.X), start, stop
+                start = stop
+
+    def in_order(self, name: str) -> Iterator[tuple[Any, int, int]]:
+        """Every part in file order (a pass of ``name`` for the progress display)."""
+        done = 0
+        order = range(len(self.survey.part_rows)) if self.source.seekable else None
+        for X, start, stop in self._parts(order):
+            yield X, start, stop
+            done += stop - start
+            if self.progress is not None:
+                self.progress(done, name)
+
+    def epoch(self, batch_size: int, rng: np.random.Generator | None) -> Iterator[Batch]:
+        self.passes += 1
+        name = f"epoch {self.passes}"
+        n_parts = len(self.survey.part_rows)
+        order = None
+        if self.source.seekable:
+            order = rng.permutation(n_parts) if rng is not None and n_parts > 1 else range(n_parts)
+        pool_X, pool_rows, done = [], [], 0
+        parts = list(order) if order is not None else None
+        for seen, (X, start, stop) in enumerate(self._parts(parts), start=1):
+            pool_X.append(X)
+            pool_rows.append(np.arange(start, stop))
+            size = sum(block.shape[0] for block in pool_X)
+            last = parts is not None and seen == len(parts)
+            if rng is None or (not last and size > self.buffer_rows):
+                pooled, rows = _stack(pool_X), np.concatenate(pool_rows)
+                pool_X = pool_rows = None  # the stacked copy only, from here
+                if rng is None:
+                    serve = rows.size if last else (rows.size // batch_size) * batch_size
+                    chosen = np.arange(rows.size)
+                else:
+                    serve = ((rows.size - self.buffer_rows) // batch_size) * batch_size
+                    chosen = rng.permutation(rows.size)
+                if serve:
+                    yield from self._batches(pooled, rows, chosen[:serve], batch_size)
+                    done += serve
+                    if self.progress is not None:
+                        self.progress(done, name)
+                rest = np.sort(chosen[serve:])
+                del chosen
+                pool_X, pool_rows = ([pooled[rest]], [rows[rest]]) if rest.size else ([], [])
+                del pooled
+        if pool_X:
+            pooled, rows = _stack(pool_X), np.concatenate(pool_rows)
+            chosen = np.arange(rows.size) if rng is None else rng.permutation(rows.size)
+            yield from self._batches(pooled, rows, chosen, batch_size)
+            done += rows.size
+            if self.progress is not None:
+                self.progress(done, name)
+
+    def _batches(self, X: Any, rows: np.ndarray, chosen: np.ndarray, batch_size: int) -> Iterator[Batch]:
+        """The pool's rows ``chosen``, in that order, as the batches of an ArrayReader, gathered
+        :data:`GATHER_ROWS` rows (whole batches) at a time: a CSR pool made dense by the
+        ArrayReader costs that many dense rows, not the pool's."""
+        step = max(1, GATHER_ROWS // batch_size) * batch_size
+        for start in range(0, chosen.size, step):
+            some = chosen[start:start + step]
+            yield from ArrayReader(X[some], self.y[rows[some]], self.xp, None).epoch(batch_size, None)
+
+    def full(self) -> Batch:
+        return Batch(StreamedRows(self), self.y, None)
+
+
+# ----------------------------------------------------------------------------- convert
+def convert(source: ChunkSource, out: str | os.PathLike, *,
+            progress: Callable[[int, str], None] | None = None) -> Survey:
+    """Write ``source`` once into the binary layout :func:`open_stream` memory-maps (as
+    Vowpal Wabbit's cache does): a directory ``out`` with CSR arrays (a LIBSVM file:
+    ``data.npy``, ``indices.npy`` zero-based, ``indptr.npy``) or ``X.npy`` (dense), the
+    labels as read in ``y.npy``, and :data:`META` saying how the file was read.
+
+    Two passes: the survey (sizes, width, index base), then the arrays are filled
+    through ``numpy.lib.format.open_memmap``. Everything is written into a temporary
+    directory beside ``out`` and renamed to ``out`` at the end; on any error or
+    interrupt the temporary directory is removed, so ``out`` is either whole or absent.
+    ``out`` must not exist.
+    """
+    out = Path(out)
+    if out.exists() or out.is_symlink():
+        raise ParameterError(f"{out}: exists; convert writes a new directory (remove it or name another)")
+    if not out.parent.is_dir():
+        raise ParameterError(f"{out}: the directory {out.parent} does not exist")
+    found = survey(source, progress=progress)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name[:40]}.", suffix=".tmp", dir=out.parent))
+    try:
+        labels = found.labels if found.labels.dtype.kind != "O" else found.labels.astype(str)
+        np.save(tmp / "y.npy", labels, allow_pickle=False)
+        _fill(source, found, tmp, progress)
+        meta = {"layout": "csr" if found.sparse else "dense", "format": found.format, "source": found.source,
+                "n_rows": found.n_rows, "n_features": found.n_features, "zero_based": found.zero_based,
+                "open_width": found.open_width, "nnz": found.nnz}
+        (tmp / META).write_text(json.dumps(meta, indent=1) + "\n")
+        for file in tmp.iterdir():
+            with open(file, "rb") as handle:
+                os.fsync(handle.fileno())
+        os.replace(tmp, out)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):  # a full disk, a quota: nothing was left
+            raise DataError(f"{out}: cannot write ({one_line(exc.strerror or exc, 80)}); nothing was written") \
+                from None
+        raise
+    return found
+
+
+def _fill(source: ChunkSource, found: Survey, directory: Path,
+          progress: Callable[[int, str], None] | None) -> None:
+    """The arrays of ``found``'s layout, written part by part after a ``.npy`` header of their
+    final shape (numpy's own header writer): sequential writes, nothing mapped or held whole."""
+    n, d = found.n_rows, found.n_features
+    if found.sparse:
+        index_type = np.dtype(np.int32 if d < 2**31 else np.int64)
+        shapes = {"data": (np.dtype(np.float64), (found.nnz,)), "indices": (index_type, (found.nnz,)),
+                  "indptr": (np.dtype(np.int64), (n + 1,))}
+    else:
+        shapes = {"X": (np.dtype(np.float64), (n, d))}
+    with contextlib.ExitStack() as opened:
+        files = {name: opened.enter_context(open(directory / f"{name}.npy", "wb")) for name in shapes}
+        for name, (dtype, shape) in shapes.items():
+            np.lib.format.write_array_header_1_0(files[name], {
+                "descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape})
+        if found.sparse:
+            np.zeros(1, dtype=np.int64).tofile(files["indptr"])
+        row, nz = 0, 0
+        for part in source.parts():
+            X = part.X
+            rows = int(X.shape[0])
+            if found.sparse:
+                X = X.tocsr()
+                np.asarray(X.data, dtype=np.float64).tofile(files["data"])
+                np.asarray(X.indices, dtype=index_type).tofile(files["indices"])
+                (np.asarray(X.indptr[1:], dtype=np.int64) + nz).tofile(files["indptr"])
+                nz += int(X.nnz)
+            else:
+                np.ascontiguousarray(widen(X, d), dtype=np.float64).tofile(files["X"])
+            row += rows
+            if progress is not None:
+                progress(row, "convert")
+        if row != n or (found.sparse and nz != found.nnz):
+            raise DataError(f"{found.source}: changed while it was converted ({row} rows, {n} at first)")

@@ -1,0 +1,239 @@
+"""Training on a stream: the pipeline of :func:`calopt.fit` over data read part by part.
+
+What changes against the in-memory pipeline (:mod:`calopt.training.pipeline`), each a choice:
+
+1. A first pass (:func:`calopt.io.stream.survey`) counts the rows and classes and finds
+   the max-abs scaling, and keeps a uniform sample of at most :data:`SAMPLE_ROWS` rows.
+2. Settings are chosen as with ``select="none"``: the algorithm's step scale by the
+   one-pass trial (:func:`~calopt.training.selection.choose_settings`) on that sample
+   (the trial uses at most 2 × 20 000 rows in memory as well), and ``epochs`` passes
+   (default 10). Cross-fitting and the held-out early stopping need the rows in memory
+   for every fold model, so ``select="cv:K"``/``"holdout:F"`` are refused on a stream.
+3. The loop reads the stream through :class:`~calopt.io.stream.StreamReader`: parts in
+   a seeded random order and a bounded shuffle buffer.
+4. The threshold is tuned on the training rows' scores (one more pass; the scores are
+   O(n) numbers, held in memory): all of them up to :data:`THRESHOLD_ROWS`, a seeded
+   uniform sample of that many beyond, for every algorithm including the plug-in, which
+   holds no rows out here. The last history row has the training value there;
+   the per-epoch rows have the time and the rows per second, not the training value
+   (it would cost a pass per epoch).
+
+The default algorithm is the measure's own stochastic solver (``spade``, ``stamp``), as
+for ``partial_fit``: one pass of it is one read of the data, where L-BFGS (``lbfgs``,
+accepted) makes one step per pass. Two-class problems, NumPy float64, no sample
+weights, no checkpoints: each is a clear error here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from calopt import registry
+from calopt.algorithms import Algorithm, Problem
+from calopt.backends import get_backend, to_numpy
+from calopt.errors import DataError, ParameterError, TrainingError
+from calopt.io.labels import encode_binary
+from calopt.io.stream import (
+    BUFFER_ROWS,
+    ChunkSource,
+    StreamReader,
+    Survey,
+    chunk_source,
+    is_chunked,
+    survey,
+    widen,
+)
+from calopt.models.linear import LinearModel
+from calopt.training import pipeline
+from calopt.training.loop import NONFINITE, EpochRecord, run
+from calopt.training.pipeline import DEFAULT_EPOCHS, default_batch_size
+from calopt.training.selection import TRIAL_ROWS, choose_settings, parse_rule
+from calopt.training.threshold import best_cut
+from calopt.version import __version__
+
+__all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_ROWS", "fit", "fit_chunks", "fit_stream", "partial_fit_chunks"]
+
+#: Rows the first pass keeps for the step trial (which uses at most 2 × TRIAL_ROWS).
+SAMPLE_ROWS = 3 * TRIAL_ROWS
+#: Training rows whose scores tune the threshold at most (a seeded uniform sample beyond):
+#: the exact cut sorts them and keeps about 15 arrays of their length (1.2 GB at 10⁷ rows).
+THRESHOLD_ROWS = 1_000_000
+#: The batch of a full-batch algorithm on a stream (its batches only accumulate a pass;
+#: in memory its batch is the whole data).
+STREAM_BATCH_ROWS = 65_536
+
+
+def fit_stream(
+    source: Any,
+    *,
+    measure: Any = "f1",
+    algorithm: Any = None,
+    loss: Any = None,
+    epochs: int | None = None,
+    batch_size: int | None = None,
+    seed: int = 0,
+    scale: bool = True,
+    tune_threshold: bool = True,
+    positive: Any = None,
+    select: str = "none",
+    buffer_rows: int = BUFFER_ROWS,
+    sample_rows: int = SAMPLE_ROWS,
+    callback: Callable[[EpochRecord], None] | None = None,
+    progress: Callable[[int, str], None] | None = None,
+    found: Survey | None = None,
+) -> LinearModel:
+    """Train a binary linear classifier for ``measure`` on a stream of rows (see the module docstring).
+
+    ``source`` is a :class:`~calopt.io.stream.ChunkSource` (:func:`~calopt.io.stream.open_stream`)
+    or an iterable of ``(X, y)`` chunks that can be iterated more than once (a list).
+    ``buffer_rows`` bounds the shuffle buffer; ``progress(rows, pass_name)`` is called
+    after each part of each pass; ``found`` is the source's survey when already made (its labels
+    and sample are released once used).
+    The other options are :func:`calopt.fit`'s.
+    """
+    rule = parse_rule(select)
+    if rule is not None and rule.kind != "none":
+        raise ParameterError(f"select={rule}: a stream trains with select='none' (the step trial on a sample, "
+                             f"a fixed number of passes); cross-fitting needs the rows in memory")
+    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("sample_rows", sample_rows)):
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            raise ParameterError(f"{name} must be a whole number ≥ 1, got {value!r}")
+    measure = registry.get_measure(measure)
+    algorithm = registry.get_algorithm(algorithm or registry.default_algorithm(measure, "direct"))
+    loss = registry.get_loss(loss or registry.default_loss(algorithm))
+    if type(algorithm).prepare is not Algorithm.prepare:
+        raise ParameterError(f"algorithm {algorithm.name!r} reads the data its own way and cannot train on a stream")
+    source = chunk_source(source)
+    started = time.perf_counter()
+    found = found or survey(source, sample_rows=sample_rows, seed=seed, progress=progress)
+    if np.unique(found.labels).size > 2:
+        raise DataError(f"{np.unique(found.labels).size} classes; streaming trains two-class problems "
+                        f"(train one class against the rest in memory, or relabel)", source="training labels")
+    y_pm, classes = encode_binary(found.labels, positive=positive, source="training labels")
+    found.labels = found.labels[:0]  # encoded: the labels as read are O(n) memory no longer needed
+    factors = np.ones(found.n_features) if not scale else found.max_abs.astype(np.float64).copy()
+    factors[~(factors > 0) | ~np.isfinite(factors)] = 1.0
+    backend = get_backend("numpy", dtype="float64")
+    n, d = found.n_rows, found.n_features
+    if batch_size is None:
+        batch_size = default_batch_size(n, [algorithm])
+        if algorithm.full_batch:
+            batch_size = min(batch_size, STREAM_BATCH_ROWS)
+    problem = Problem(backend.xp, backend.dtype, backend.device, n, d, float(np.mean(y_pm > 0)), measure, loss,
+                      batch_size, DEFAULT_EPOCHS if epochs is None else epochs)
+    algorithm.check_problem(problem)
+    reader = StreamReader(source, found, backend.asarray(y_pm), factors, backend.xp, buffer_rows=buffer_rows,
+                          progress=progress)
+    sample = reader.prepared(found.sample)
+    algorithm = choose_settings(algorithm, problem, sample, y_pm[found.sample_index],
+                                np.arange(found.sample_index.size), seed, backend)
+    found.sample = sample = None  # the trial's rows are not needed while training
+
+    def record(info: EpochRecord) -> dict[str, float]:
+        return {"rows_per_second": n * info.epoch / info.seconds if info.seconds > 0 else float("nan")}
+
+    result = run(algorithm, problem, reader, epochs=problem.epochs, seed=seed, record=record, callback=callback)
+    w, b = result.weights
+    if result.status == NONFINITE and result.epochs == 0 or not (np.any(w != 0) or np.any(b != 0)):
+        raise TrainingError(f"training made no progress on the stream with {algorithm.spec} (diverged in its first "
+                            f"epoch, or the weights are still 0); a smaller step or another loss may help")
+    threshold, train_value = 0.0, None
+    if tune_threshold:  # as BinaryTask on the training rows: the best cut of their scores
+        scores, labels = reader.full().X @ w + b, reader.y
+        if n > THRESHOLD_ROWS:  # the cut's sort and sums cost ~15 arrays of its rows: a uniform sample
+            rows = np.sort(np.random.default_rng([seed, 11]).choice(n, THRESHOLD_ROWS, replace=False))
+            scores, labels = scores[rows], labels[rows]
+        cut, best = best_cut(scores, labels, measure)
+        threshold, train_value = float(cut), float(best)
+        del scores, labels
+    history = [dict(row) for row in result.history]
+    if history and train_value is not None:
+        history[-1]["train"] = train_value
+    w_host, b_host = to_numpy(w).astype(np.float64), float(to_numpy(b))
+    return LinearModel(
+        coef=w_host / factors,
+        intercept=b_host - threshold,
+        classes=classes,
+        measure=measure.spec,
+        algorithm=algorithm.spec,
+        loss=loss.spec,
+        scale=factors,
+        threshold=threshold,
+        options={"epochs": result.epochs, "batch_size": batch_size, "seed": seed, "backend": backend.name,
+                 "dtype": backend.dtype_name, "scale": scale, "tune_threshold": tune_threshold,
+                 "algorithm_params": algorithm.params, "select": "none",
+                 "stream": {"rows": n, "parts": len(found.part_rows), "buffer_rows": buffer_rows,
+                            "sample_rows": int(found.sample_index.size), "seekable": source.seekable,
+                            "passes": 1 + result.epochs + (1 if tune_threshold else 0)},
+                 "data": found.reading()},
+        history=history,
+        fit_seconds=time.perf_counter() - started,
+        status=result.status,
+        message=result.message,
+        version=__version__,
+    )
+
+#: Options of :func:`calopt.fit` that a stream does not take, and their in-memory defaults.
+_IN_MEMORY_ONLY = {"backend": (None, "numpy"), "dtype": (None, "float64"), "device": (None,), "sample_weight": (None,),
+                   "eval_set": (None,), "checkpoint": (None,), "checkpoint_every": (None,), "resume": (None,),
+                   "interrupt": (None,), "constraints": (None,)}
+
+
+def fit_chunks(source: Any, **options: Any) -> LinearModel:
+    """:func:`calopt.fit` called with chunks (``y`` None): its options checked, then :func:`fit_stream`.
+
+    ``select="auto"`` (fit's default) means ``"none"`` on a stream; ``patience`` and
+    ``max_epochs`` belong to the selection and are unused; the options a stream does not
+    support (other backends, sample weights, an evaluation set, checkpoints) are errors.
+    """
+    if not is_chunked(source):
+        raise ParameterError("y is missing: give the labels with X, or X as a chunked source or a list of (X, y) "
+                             "chunks")
+    for name, allowed in _IN_MEMORY_ONLY.items():
+        value = options.pop(name, None)
+        if not any(value is ok or (isinstance(value, str) and value == ok) for ok in allowed):
+            raise ParameterError(f"{name}: not supported when training on a stream of chunks")
+    options.pop("patience", None), options.pop("max_epochs", None)
+    if str(options.get("select", "auto")).strip().lower() == "auto":
+        options["select"] = "none"
+    return fit_stream(source, **options)
+
+
+def partial_fit_chunks(estimator: Any, chunks: Any, classes: Any = None) -> Any:
+    """``estimator.partial_fit`` on each ``(X, y)`` chunk in turn (a one-shot iterator is fine:
+    each chunk is used once). A :class:`~calopt.io.stream.ChunkSource` is surveyed first, for
+    its width (a LIBSVM file's parts are as wide as their largest index) and, on the first
+    call, its classes."""
+    if isinstance(chunks, ChunkSource):
+        found = survey(chunks)
+        if classes is None and not hasattr(estimator, "classes_"):
+            classes = np.unique(found.labels)
+        chunks = ((widen(part.X, found.n_features), part.labels) for part in chunks.parts())
+    for item in chunks:
+        if not (isinstance(item, (tuple, list)) and len(item) == 2):
+            raise ParameterError(f"each chunk must be a pair (X, y), not {type(item).__name__}")
+        estimator.partial_fit(item[0], item[1], classes=classes)
+        classes = None
+    return estimator
+
+
+def fit(X: Any, y: Any = None, **options: Any) -> Any:
+    """:func:`calopt.training.pipeline.fit` on arrays; with ``y`` None, on a stream (:func:`fit_chunks`).
+
+    ``X`` is then a chunked source (:func:`calopt.io.stream.open_stream`) or a list of
+    ``(X, y)`` chunks, read part by part in bounded memory, as this module describes.
+    """
+    if y is None and options.get("cluster") is None:  # a Dask run reads its labels from files on the workers
+        return fit_chunks(X, **options)
+    return pipeline.fit(X, y, **options)
+
+
+fit.__doc__ = f"{pipeline.fit.__doc__.rstrip()}\n\n    Streaming: {fit.__doc__}"
+fit.__signature__ = inspect.signature(pipeline.fit).replace(parameters=[  # type: ignore[attr-defined]
+    parameter.replace(default=None) if parameter.name == "y" else parameter
+    for parameter in inspect.signature(pipeline.fit).parameters.values()])

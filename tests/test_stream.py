@@ -1,0 +1,398 @@
+"""Issue 15, streaming: chunked sources read rows exactly as the in-memory readers do, the
+shuffle buffer serves a seeded permutation, one chunk trains the in-memory model, convert
+round-trips, and bad inputs to convert / --stream are one-line CLI errors."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from calopt_cli.app import app
+from sklearn.datasets import dump_svmlight_file
+from typer.testing import CliRunner
+
+import calopt
+from calopt.errors import DataError, ParameterError
+from calopt.io.files import read_data
+from calopt.io.stream import (
+    StreamReader,
+    _stack,
+    chunk_source,
+    convert,
+    open_stream,
+    survey,
+    widen,
+)
+from calopt.sklearn import CaloptClassifier
+from calopt.training.stream import fit_stream
+
+runner = CliRunner()
+SMALL = 2048  # bytes of text a chunk: every test file here is read in many parts
+
+
+def _data(n: int = 600, d: int = 8, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.normal(size=(n, d)), 3)
+    X[rng.random(size=X.shape) < 0.4] = 0.0
+    y = np.where(X[:, 0] - 0.7 * X[:, 1] + 0.3 * rng.normal(size=n) > 0.6, 1, -1)
+    return X, y
+
+
+def _rows(source) -> tuple[object, np.ndarray, object]:
+    """Every row of a chunked source after its first pass, stacked: (X, labels, survey)."""
+    found = survey(source)
+    parts = list(source.parts())
+    X = _stack([widen(part.X, found.n_features) for part in parts])
+    return X, np.concatenate([part.labels for part in parts]), found
+
+
+def _dense(X) -> np.ndarray:
+    return X.toarray() if sp.issparse(X) else np.asarray(X)
+
+
+def _same_as_memory(source, path, **options) -> None:
+    X, labels, found = _rows(source)
+    expected = read_data(path, **options)
+    assert len(found.part_rows) > 1
+    assert found.n_features == expected.n_features and found.zero_based == expected.zero_based
+    np.testing.assert_array_equal(_dense(X), _dense(expected.X))
+    np.testing.assert_array_equal(labels, expected.labels)
+    np.testing.assert_array_equal(found.labels, expected.labels)
+    np.testing.assert_array_equal(found.max_abs, np.max(np.abs(_dense(expected.X)), axis=0))
+
+
+@pytest.mark.parametrize("compression", ["", ".gz", ".bz2"])
+@pytest.mark.parametrize("zero_based", [True, False])
+def test_libsvm_chunks_equal_the_in_memory_reader(tmp_path, compression, zero_based):
+    X, y = _data()
+    X[:, -1] = 0.0
+    X[-1, -1] = 2.5  # the widest index only in the last part
+    plain = tmp_path / "d.svm"
+    dump_svmlight_file(X, y, str(plain), zero_based=zero_based)
+    path = tmp_path / f"d.svm{compression}"
+    if compression:
+        opener = gzip.open if compression == ".gz" else bz2.open
+        with opener(path, "wb") as f:
+            f.write(plain.read_bytes())
+    source = open_stream(path, chunk_bytes=SMALL)
+    assert source.seekable == (not compression)
+    _same_as_memory(source, path)
+
+
+def test_libsvm_chunk_errors_name_the_file_line(tmp_path):
+    X, y = _data()
+    path = tmp_path / "bad.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=False)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[450] = b"1 3:abc\n"
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(DataError) as memory:
+        read_data(path)
+    with pytest.raises(DataError) as streamed:
+        survey(open_stream(path, chunk_bytes=SMALL))
+    assert "line 451" in str(memory.value)
+    assert str(streamed.value) == str(memory.value)
+
+
+def test_one_based_libsvm_with_index_zero_is_refused_with_its_line(tmp_path):
+    path = tmp_path / "z.svm"
+    path.write_text("".join(f"1 1:{i}\n" for i in range(400)) + "-1 0:1\n")
+    with pytest.raises(DataError, match="line 401"):
+        survey(open_stream(path, chunk_bytes=SMALL, zero_based=False))
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_csv_chunks_equal_the_in_memory_reader(tmp_path, header):
+    X, y = _data()
+    labels = np.where(y > 0, "yes", "no")
+    names = "a;b;c;class;e;f;g;h;i\n" if header else ""
+    rows = [";".join([*map(str, row[:3]), label, *map(str, row[3:])]) for row, label in zip(X, labels)]
+    path = tmp_path / "d.csv"
+    path.write_text(names + "\n".join(rows) + "\n")
+    column = "class" if header else "3"
+    _same_as_memory(open_stream(path, chunk_bytes=SMALL, label_column=column), path, label_column=column)
+
+
+def test_npy_and_csr_directories_and_parquet_equal_the_arrays(tmp_path):
+    X, y = _data()
+    dense, csr = tmp_path / "dense", tmp_path / "csr"
+    dense.mkdir(), csr.mkdir()
+    np.save(dense / "X.npy", X.astype(np.float32))
+    np.save(dense / "y.npy", y)
+    matrix = sp.csr_matrix(X)
+    for name in ("data", "indices", "indptr"):
+        np.save(csr / f"{name}.npy", getattr(matrix, name))
+    np.save(csr / "y.npy", y)
+    for path, expected in ((dense, X.astype(np.float32).astype(np.float64)), (csr, X)):
+        source = open_stream(path, part_rows=64)
+        found_X, labels, found = _rows(source)
+        assert len(found.part_rows) == 10
+        np.testing.assert_array_equal(_dense(found_X)[:, :X.shape[1]], expected)
+        np.testing.assert_array_equal(labels, y)
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    table = pa.table({**{f"x{j}": X[:, j] for j in range(X.shape[1])}, "label": y})
+    pq.write_table(table, tmp_path / "d.parquet", row_group_size=100)
+    source = open_stream(tmp_path / "d.parquet", part_rows=64)
+    found_X, labels, found = _rows(source)
+    assert found.part_rows == [100] * 6  # 6 row groups of 100 rows, read 64 at a time
+    np.testing.assert_array_equal(found_X, X)
+    np.testing.assert_array_equal(labels, y)
+    reader = StreamReader(source, found, np.where(y > 0, 1.0, -1.0), np.ones(X.shape[1]), np, buffer_rows=50)
+    served = np.concatenate([batch.X for batch in reader.epoch(32, np.random.default_rng(0))])
+    np.testing.assert_array_equal(served[np.lexsort(served.T[::-1])], X[np.lexsort(X.T[::-1])])  # every row once
+
+
+def test_parquet_without_pyarrow_names_the_extra(tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pyarrow(name, *args, **kwargs):
+        if name.startswith("pyarrow"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pyarrow)
+    path = tmp_path / "d.parquet"
+    path.write_bytes(b"PAR1")
+    with pytest.raises(ParameterError, match=r"calopt\[parquet\]"):
+        open_stream(path)
+
+
+def _reader(n_parts: int, buffer_rows: int, n: int = 1000):
+    X = np.arange(n, dtype=np.float64)[:, None] + 1.0
+    chunks = [(X[i:i + n // n_parts], np.where(np.arange(i, i + n // n_parts) % 3 == 0, 1, -1))
+              for i in range(0, n, n // n_parts)]
+    source = chunk_source(chunks)
+    found = survey(source)
+    y = np.where(found.labels > 0, 1.0, -1.0)
+    return StreamReader(source, found, y, np.ones(1), np, buffer_rows=buffer_rows)
+
+
+def _served_rows(reader, seed, batch_size=32) -> np.ndarray:
+    batches = list(reader.epoch(batch_size, np.random.default_rng(seed)))
+    rows = np.concatenate([np.asarray(batch.X)[:, 0] for batch in batches]).astype(int) - 1
+    labels = np.concatenate([batch.y for batch in batches])
+    np.testing.assert_array_equal(labels, np.where(rows % 3 == 0, 1.0, -1.0))  # labels travel with their rows
+    assert all(batch.X.shape[0] == batch_size for batch in batches[:-1])
+    return rows
+
+
+@pytest.mark.parametrize("n_parts, buffer_rows", [(10, 0), (10, 150), (4, 1000), (1, 100)])
+def test_shuffle_buffer_serves_a_seeded_permutation(n_parts, buffer_rows):
+    reader = _reader(n_parts, buffer_rows)
+    first = _served_rows(reader, 3)
+    np.testing.assert_array_equal(np.sort(first), np.arange(1000))
+    assert not np.array_equal(first, np.arange(1000))
+    np.testing.assert_array_equal(_served_rows(reader, 3), first)
+    assert not np.array_equal(_served_rows(reader, 4), first)
+
+
+def test_shuffle_buffer_mixes_parts():
+    """With a buffer, a batch mixes rows of several parts (parts of 100 consecutive rows)."""
+    rows = _served_rows(_reader(10, 300), 0, batch_size=100)
+    parts_per_batch = [np.unique(rows[i:i + 100] // 100).size for i in range(0, 1000, 100)]
+    assert min(parts_per_batch) >= 2
+
+
+def test_one_chunk_trains_the_in_memory_model():
+    X, y = _data(800)
+    for algorithm, measure in (("spade", "gmean"), ("stamp", "f1")):
+        memory = calopt.fit(X, y, measure=measure, algorithm=algorithm, select="none", epochs=3)
+        streamed = calopt.fit([(X, y)], measure=measure, algorithm=algorithm, epochs=3)
+        np.testing.assert_array_equal(streamed.coef, memory.coef)
+        assert streamed.intercept == memory.intercept and streamed.threshold == memory.threshold
+        assert streamed.options["stream"]["parts"] == 1
+
+
+def test_many_chunks_train_a_model_as_good(tmp_path):
+    X, y = _data(4000)
+    path = tmp_path / "d.svm"
+    dump_svmlight_file(X, y, str(path))
+    memory = calopt.fit(X, y, measure="gmean", algorithm="spade", select="none", epochs=5)
+    streamed = fit_stream(open_stream(path, chunk_bytes=20_000), measure="gmean", epochs=5, buffer_rows=500)
+    assert streamed.options["stream"]["parts"] > 5
+    value = streamed.evaluate(X, y)[0]["value"]
+    assert value > memory.evaluate(X, y)[0]["value"] - 0.03
+    assert streamed.history[-1]["train"] == pytest.approx(value)
+
+
+def test_fit_refuses_what_a_stream_cannot_do():
+    X, y = _data(200)
+    with pytest.raises(ParameterError, match="one-shot"):
+        calopt.fit((X, y) for _ in range(2))
+    with pytest.raises(ParameterError, match="select"):
+        calopt.fit([(X, y)], select="cv:3")
+    with pytest.raises(ParameterError, match="sample_weight"):
+        calopt.fit([(X, y)], sample_weight=np.ones(200))
+    with pytest.raises(ParameterError, match="y is missing"):
+        calopt.fit(X)
+    with pytest.raises(DataError, match="two-class"):
+        calopt.fit([(X, np.arange(200) % 3)])
+
+
+def test_partial_fit_takes_chunks_as_one_call_each():
+    X, y = _data(1500)
+    chunks = [(X[i:i + 300], y[i:i + 300]) for i in range(0, 1500, 300)]
+    together = CaloptClassifier(measure="gmean", random_state=0).partial_fit(iter(chunks), classes=[-1, 1])
+    one_by_one = CaloptClassifier(measure="gmean", random_state=0)
+    for X_part, y_part in chunks:
+        one_by_one.partial_fit(X_part, y_part, classes=[-1, 1])
+    np.testing.assert_array_equal(together.coef_, one_by_one.coef_)
+    assert together.n_iter_ == 5
+
+
+@pytest.mark.parametrize("kind", ["libsvm", "csv"])
+def test_convert_round_trips(tmp_path, kind):
+    X, y = _data()
+    if kind == "libsvm":
+        path = tmp_path / "d.svm.gz"
+        dump_svmlight_file(X, y, str(tmp_path / "d.svm"), zero_based=False)
+        with gzip.open(path, "wb") as f:
+            f.write((tmp_path / "d.svm").read_bytes())
+    else:
+        path = tmp_path / "d.csv"
+        path.write_text("".join(",".join(map(str, [*row, label])) + "\n" for row, label in zip(X, y)))
+    out = tmp_path / "out"
+    convert(open_stream(path, chunk_bytes=SMALL), out)
+    meta = json.loads((out / "calopt-stream.json").read_text())
+    assert meta["layout"] == ("csr" if kind == "libsvm" else "dense")
+    assert meta["zero_based"] == (False if kind == "libsvm" else None)
+    converted, labels, found = _rows(open_stream(out, part_rows=100))
+    expected = read_data(path)
+    np.testing.assert_array_equal(_dense(converted), _dense(expected.X))
+    np.testing.assert_array_equal(labels, expected.labels)
+    assert found.reading() == {"format": expected.format, "zero_based": expected.zero_based,
+                               "n_features": expected.n_features}
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_convert_leaves_nothing_when_interrupted(tmp_path, monkeypatch):
+    X, y = _data()
+    path = tmp_path / "d.svm"
+    dump_svmlight_file(X, y, str(path))
+    from calopt.io import stream
+
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(stream, "_fill", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        convert(open_stream(path, chunk_bytes=SMALL), tmp_path / "out")
+    assert calls and sorted(p.name for p in tmp_path.iterdir()) == ["d.svm"]
+
+
+# ----------------------------------------------------------------------------- the CLI
+def _one_line_error(result, *fragments: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("calopt: warning:")]
+    assert len(errors) == 1 and errors[0].startswith("calopt: error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+
+
+@pytest.fixture
+def files(tmp_path) -> Path:
+    X, y = _data(1000)
+    dump_svmlight_file(X, y, str(tmp_path / "train.svm"), zero_based=False)
+    dump_svmlight_file(X[:300], y[:300], str(tmp_path / "test.svm"), zero_based=False)
+    return tmp_path
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def test_cli_convert_then_train_streams(files):
+    result = runner.invoke(app, ["convert", str(files / "train.svm"), str(files / "train.cal"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["rows"] == 1000
+    result = runner.invoke(app, ["train", str(files / "train.cal"), "--test", str(files / "test.svm"), "--json",
+                                 "--epochs", "3", "-o", str(files / "m.npz"), "--measure", "gmean"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["stream"]["rows"] == 1000 and report["test"]["value"] > 0.6
+    model = calopt.load_model(files / "m.npz")
+    assert model.options["data"] == {"format": "libsvm", "zero_based": False, "n_features": 8}
+    text = runner.invoke(app, ["train", str(files / "train.svm"), "--stream", "--epochs", "3", "--json",
+                               "--measure", "gmean"])
+    assert text.exit_code == 0, text.output
+    assert json.loads(text.stdout)["train"]["value"] == report["train"]["value"]
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["convert", "{d}/train.svm", "{d}/test.svm"], ["exists"]),
+    (["convert", "{d}/missing.svm", "{d}/out"], ["missing.svm", "no such file"]),
+    (["convert", "{d}/train.svm", "{d}/nodir/out"], ["does not exist"]),
+    (["convert", "{d}/bad.svm", "{d}/out"], ["bad.svm", "line 3"]),
+    (["train", "{d}/train.svm", "--stream", "--resume", "{d}/test.svm"], ["--resume", "--stream"]),
+    (["train", "{d}/train.svm", "--stream", "--select", "cv:3"], ["--select", "stream"]),
+    (["train", "{d}/train.svm", "--stream", "--backend", "array-api-strict"], ["--backend"]),
+    (["train", "-", "--stream"], ["standard input"]),
+    (["train", "{d}/bad.svm", "--stream"], ["bad.svm", "line 3"]),
+    (["train", "{d}/three.svm", "--stream"], ["three.svm labels", "two-class"]),
+])
+def test_cli_bad_inputs_are_one_line_errors(files, args, fragments):
+    (files / "bad.svm").write_text("1 1:2\n-1 2:1\n1 1:x\n")
+    (files / "three.svm").write_text("1 1:2\n2 2:1\n3 1:1\n")
+    before = _listing(files)
+    result = runner.invoke(app, [a.format(d=files) for a in args])
+    _one_line_error(result, *fragments)
+    assert _listing(files) == before  # nothing written, nothing half-written
+
+
+def test_the_readme_s_streaming_example_runs():
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = text.index("\n## Data larger than memory")
+    blocks = re.findall(r"```python\n(.*?)```", text[start:text.find("\n## ", start + 1)], flags=re.S)
+    assert len(blocks) == 1
+    namespace: dict = {}
+    exec(blocks[0], namespace)
+    assert namespace["model"].options["stream"]["parts"] == 4
+
+
+def test_the_survey_sample_is_the_seeded_bottom_k():
+    """The sample keeps exactly the rows with the smallest seeded keys, whatever the parts."""
+    X = np.random.default_rng(0).normal(size=(5000, 3))
+    y = (X[:, 0] > 0).astype(int)
+    found = survey(chunk_source([(X[i:i + 100], y[i:i + 100]) for i in range(0, 5000, 100)]), sample_rows=300, seed=1)
+    rng = np.random.default_rng([1, 7])
+    keys = np.concatenate([rng.random(100) for _ in range(50)])
+    expected = np.sort(np.argsort(keys)[:300])
+    np.testing.assert_array_equal(found.sample_index, expected)
+    np.testing.assert_array_equal(found.sample, X[expected])
+
+
+def test_a_long_stream_tunes_the_threshold_on_a_seeded_sample(monkeypatch):
+    import calopt.training.stream as streaming
+
+    X, y = _data(2000)
+    everything = fit_stream([(X, y)], measure="gmean", epochs=2)
+    monkeypatch.setattr(streaming, "THRESHOLD_ROWS", 500)
+    sampled = fit_stream([(X, y)], measure="gmean", epochs=2)
+    again = fit_stream([(X, y)], measure="gmean", epochs=2)
+    np.testing.assert_array_equal(sampled.coef, everything.coef)  # the same weights, another cut
+    assert sampled.threshold != everything.threshold and sampled.threshold == again.threshold
+
+
+def test_train_streams_directories_and_large_files_unless_told(files, monkeypatch):
+    import calopt_cli.stream as cli_stream
+
+    train = str(files / "train.svm")
+    assert not cli_stream.streams(train, None) and cli_stream.streams(train, True)
+    monkeypatch.setattr(cli_stream, "STREAM_ABOVE_BYTES", 1000)
+    assert cli_stream.streams(train, None) and not cli_stream.streams(train, False)
+    assert cli_stream.streams(str(files), None) and not cli_stream.streams("a9a", None)
