@@ -45,27 +45,15 @@ from sklearn.model_selection import train_test_split as sklearn_split
 from sklearn.preprocessing import MaxAbsScaler
 
 import calopt
-from calopt import datasets
-from calopt.io.files import read_data, train_test_split
-from calopt.io.labels import encode_binary
 from calopt.models.archive import atomic_write
 
+from bench_measures import load  # the shared datasets, split as the measures table splits them
 from machine import cpu_name
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results"
 TASKS = [("precision", ">=", bound) for bound in (0.6, 0.75, 0.9)] + [("fpr", "<=", bound) for bound in (0.01, 0.05, 0.1)]
 
 
-def load(name):
-    if name in datasets.names():
-        train, test = datasets.load(name, "train"), datasets.load(name, "test")
-    else:
-        whole = read_data(SHARED / f"{name}.bz2")
-        train, test = train_test_split(whole, 0.3, seed=0)
-    y_train, _ = encode_binary(train.labels)
-    y_test, _ = encode_binary(test.labels)
-    return train.X, y_train, test.X, y_test
 
 
 def rates(y_true, y_pred):
