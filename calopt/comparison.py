@@ -115,8 +115,7 @@ def compare(X: Any, y: Any, X_test: Any, y_test: Any, *, measure: Any = "f1", al
         raise DataError(f"row {int(np.flatnonzero(unknown)[0]) + 1}: label {y_test[unknown][0]!r} is not one of "
                         f"the training classes ({negative!r}, {positive!r})", source="test labels")
     if algorithms is None:
-        algorithms = list(dict.fromkeys([registry.default_algorithm(constrained, "direct"),
-                                         registry.default_algorithm(constrained)]))
+        algorithms = list(dict.fromkeys(registry.compared_algorithms(constrained)))
     score = _scorer(spec, positive)
     runs = [_calopt_run(X, y, X_test, y_test, spec, algorithm, epochs, seed, positive, score, parsed)
             for algorithm in algorithms]
@@ -163,8 +162,7 @@ def _calopt_run(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, spec: st
     predicted = model.predict(X_test)
     value, tpr, tnr = score(y_test, predicted)
     measure = constrain(registry.get_measure(spec), constraints)
-    own = registry.get_algorithm(registry.default_algorithm(measure, "direct")).name
-    route = registry.get_algorithm(registry.default_algorithm(measure)).name
+    own, route = (registry.get_algorithm(name).name for name in registry.compared_algorithms(measure))
     role = {own: "the constrained solver" if constraints else "the measure's own solver",
             route: "the plug-in route", "plugin": "the papers' plug-in route"}.get(registry.get_algorithm(algorithm).name)
     run = MethodRun(f"calopt {model.algorithm}", value, tpr, tnr, model.fit_seconds, float(len(model.history)),

@@ -45,6 +45,7 @@ __all__ = [
     "TASKS",
     "Entry",
     "PluginLoadWarning",
+    "compared_algorithms",
     "default_algorithm",
     "default_loss",
     "entries",
@@ -326,6 +327,12 @@ def default_algorithm(measure: Measure, task: str = "binary", *, family: str | N
             return tables.algorithms[task, family].get(_default_claim(task, family))
     raise RegistryError(f"no plugin declares a default algorithm for {task} problems of {measure.family} "
                         f"measures such as {measure.name!r}; name one (--algorithm)")
+
+
+def compared_algorithms(measure: Measure) -> tuple[str, str]:
+    """The measure's own solver (the ``"direct"`` default) and the binary default (the plug-in
+    route for the built-ins): what ``algorithm="auto"`` and ``calopt compare`` put side by side."""
+    return default_algorithm(measure, "direct"), default_algorithm(measure)
 
 
 def default_loss(algorithm: Algorithm) -> str:

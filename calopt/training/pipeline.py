@@ -582,8 +582,7 @@ def _algorithms(measure: Measure, algorithm: Any, loss: Any) -> list[tuple[Algor
     ``"auto"`` the measure's own solver (the ``"direct"`` default) and the binary default,
     each with the loss given or its own default."""
     if isinstance(algorithm, str) and algorithm.strip().lower() == "auto":
-        names = dict.fromkeys([registry.default_algorithm(measure, "direct"), registry.default_algorithm(measure)])
-        chosen = [registry.get_algorithm(name) for name in names]
+        chosen = [registry.get_algorithm(name) for name in dict.fromkeys(registry.compared_algorithms(measure))]
     else:
         chosen = [registry.get_algorithm(algorithm or registry.default_algorithm(measure))]
     return [(candidate, registry.get_loss(loss or registry.default_loss(candidate))) for candidate in chosen]
