@@ -309,6 +309,11 @@ class Algorithm(Component):
         """Named scalars to record in the history each epoch (dual variables, level)."""
         return {}
 
+    def train_top1(self, state: NamedTuple) -> Array | None:
+        """The training rows' top-1 accuracy of :meth:`output`'s model when the passes already
+        computed it (a multiclass history row then needs no pass of its own); None: not known."""
+        return None
+
     def check_problem(self, problem: Problem) -> None:
         """Refuse a measure of the wrong family, a loss unusable as a reward, two classes to a
         multiclass-only algorithm."""

@@ -251,6 +251,22 @@ def test_multinomial_stops_at_scikit_learns_tolerance():
     np.testing.assert_allclose(model.coef, reference.coef_.T, atol=5e-3)
 
 
+@pytest.mark.parametrize("batch_size", [None, 50])
+def test_multinomial_history_top1_is_the_models_own_on_the_training_rows(batch_size):
+    """The training top-1 of every history row, which the passes count for free, is the share of
+    training rows the epoch's model predicts right (argmax, ties to the first class as predict
+    does: the first epoch's model is 0, every row a tie), computed here from the weights."""
+    X, y = _blobs(300, 4, 5, seed=6, spread=2.5)
+    seen = []
+    model = calopt.fit(X, y, algorithm="multinomial", epochs=12, select="none", scale=False,
+                       batch_size=batch_size, callback=lambda info: seen.append([np.asarray(a) for a in info.weights]))
+    codes = np.searchsorted(np.asarray(model.classes), y)
+    expected = [np.mean(np.argmax(X @ w + b, axis=1) == codes) for w, b in seen]
+    assert expected[0] == np.mean(codes == 0)  # the zero model: all ties, the first class
+    np.testing.assert_allclose([row["train"] for row in model.history], expected, rtol=0, atol=1e-12)
+    assert model.history[-1]["train"] == np.mean(model.predict(X) == y)
+
+
 MULTICLASS_ONLY = [entry.name for entry in calopt.list_algorithms() if not entry.component.binary]
 
 

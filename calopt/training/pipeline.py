@@ -266,8 +266,10 @@ class MulticlassTask:
         hits = xp.argmax(X @ w + b, axis=1) == codes
         return float(xp.mean(xp.astype(hits, self.backend.dtype)))
 
-    def record(self, w: Array, b: Array) -> dict[str, float]:
-        row = {"train": self._top1(w, b, *self.train)}
+    def record(self, w: Array, b: Array, *, train: Array | None = None) -> dict[str, float]:
+        """Top-1 on the training (and test) rows; ``train``: the training value when the passes
+        already computed it (:meth:`~calopt.algorithms.Algorithm.train_top1`)."""
+        row = {"train": self._top1(w, b, *self.train) if train is None else float(train)}
         if self.evaluation is not None:
             row["test"] = self._top1(w, b, *self.evaluation)
         return row
@@ -311,7 +313,8 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
         nonlocal record_seconds
         begun = time.perf_counter()
         if selector is None:
-            row = task.record(*info.weights)
+            known = None if info.state.parts else runner.train_top1(info.state.algorithm)
+            row = task.record(*info.weights) if known is None else task.record(*info.weights, train=known)
         else:  # the best model so far, at its share: recorded again only when it changed
             key = selector.model_key(info.state.algorithm)
             if key not in recorded:

@@ -55,6 +55,8 @@ class LbfgsState(NamedTuple):
     rho: Array  #: (memory[, M]) 1/yᵀs (0 for an empty slot)
     k: int  #: passes done
     g_max: Array  #: max |∇f| at the accepted iterate (inf before the first pass), per model
+    hits: Array  #: share of the rows whose argmax is their class at (w, b), over the pass so far (multinomial)
+    x_hits: Array  #: the same at the accepted iterate
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +102,7 @@ class Lbfgs(Algorithm):
         history_b = problem.zeros(self.memory, *b.shape)
         return LbfgsState(w, b, problem.constant(0.0), w, b, w, b, problem.constant(math.inf), w, b, w, b,
                           problem.constant(0.0), history_w, history_b, history_w, history_b, history_b, 0,
-                          problem.constant(math.inf))
+                          problem.constant(math.inf), problem.constant(0.0), problem.constant(0.0))
 
     def update(self, state: LbfgsState, batch: Batch, problem: Problem) -> LbfgsState:
         """Accumulate s·F, and its gradient, at the trial point over one mini-batch."""
@@ -155,7 +157,8 @@ class Lbfgs(Algorithm):
         return LbfgsState(x_w + step * p_w, x_b + step * p_b, xp.zeros_like(state.loss_sum),
                           xp.zeros_like(state.grad_w_sum), xp.zeros_like(state.grad_b_sum),
                           x_w, x_b, f_x, gx_w, gx_b, p_w, p_b, step, s_w_mem, s_b_mem, y_w_mem, y_b_mem, rho,
-                          state.k + 1, g_max)
+                          state.k + 1, g_max, xp.zeros_like(state.hits),
+                          xp.where(accept, state.hits, state.x_hits) if self.multiclass else state.x_hits)
 
     # -- per-model reductions: a model's weights are w[:, m] and b[m] (overridden by Multinomial)
     @staticmethod
@@ -264,23 +267,39 @@ class Multinomial(Lbfgs):
         history_w = problem.zeros(self.memory, *w.shape)
         history_b = problem.zeros(self.memory, *b.shape)
         return LbfgsState(w, b, scalar, w, b, w, b, problem.scalar(math.inf), w, b, w, b, scalar, history_w,
-                          history_b, history_w, history_b, problem.zeros(self.memory), 0, problem.scalar(math.inf))
+                          history_b, history_w, history_b, problem.zeros(self.memory), 0, problem.scalar(math.inf),
+                          scalar, scalar)
 
     def update(self, state: LbfgsState, batch: Batch, problem: Problem) -> LbfgsState:
-        """Accumulate s·(log-sum-exp − the true class's score), and its gradient, over one batch."""
+        """Accumulate s·(log-sum-exp − the true class's score), and its gradient, over one batch;
+        and the rows the scores classify right (the training top-1 of the history, for free)."""
         xp = problem.xp
         X, onehot, weight = batch
-        scores = X @ state.w + state.b  # (B, C)
-        top = xp.max(scores, axis=1, keepdims=True)
-        shifted = xp.exp(scores - top)
-        total = xp.sum(shifted, axis=1, keepdims=True)
-        losses = xp.log(total[:, 0]) + top[:, 0] - xp.sum(onehot * scores, axis=1)
-        coef = shifted / total - onehot  # ∂loss/∂scores
+        # (B, C) arrays are updated in place: on the CPU each fresh one costs more (page faults)
+        # than the arithmetic on it
+        scores = X @ state.w
+        scores += state.b
+        hits = xp.argmax(scores, axis=1) == xp.argmax(onehot, axis=1)  # ties: the first class, as predict
+        scores -= xp.max(scores, axis=1, keepdims=True)  # shifted: exp cannot overflow
+        losses = -xp.vecdot(onehot, scores, axis=-1)  # − the true class's (shifted) score
+        coef = xp.exp(scores)
+        total = xp.sum(coef, axis=1, keepdims=True)
+        losses += xp.log(total[:, 0])
+        coef /= total
+        coef -= onehot  # ∂loss/∂scores: the probabilities − the one-hot labels
         if weight is not None:
-            coef, losses = coef * weight[:, None], losses * weight
+            coef *= weight[:, None]
+            losses *= weight
         return state._replace(loss_sum=state.loss_sum + xp.sum(losses),
                               grad_w_sum=state.grad_w_sum + X.T @ coef,
-                              grad_b_sum=state.grad_b_sum + xp.sum(coef, axis=0))
+                              grad_b_sum=state.grad_b_sum + xp.sum(coef, axis=0),
+                              hits=state.hits + xp.sum(xp.astype(hits, problem.dtype)) / problem.n_samples)
+
+    def train_top1(self, state: LbfgsState) -> Array | None:
+        """The accepted iterate was scored on every training row in the pass that tried it: its
+        share of hits there is its training top-1 (unweighted, as the history's)."""
+        return state.x_hits
+
 
     # one model: every reduction runs over all of W and b
     @staticmethod
