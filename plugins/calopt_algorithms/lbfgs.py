@@ -55,8 +55,10 @@ class LbfgsState(NamedTuple):
     rho: Array  #: (memory[, M]) 1/yᵀs (0 for an empty slot)
     k: int  #: passes done
     g_max: Array  #: max |∇f| at the accepted iterate (inf before the first pass), per model
-    hits: Array  #: share of the rows whose argmax is their class at (w, b), over the pass so far (multinomial)
-    x_hits: Array  #: the same at the accepted iterate
+    hits: Array  #: share of the rows whose class has the top score at (w, b), over the pass so far (multinomial)
+    ties: Array  #: scores tied at a row's top with another, over the pass so far (then ``hits`` is not top-1)
+    x_hits: Array  #: ``hits`` at the accepted iterate
+    x_ties: Array  #: ``ties`` there
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +104,7 @@ class Lbfgs(Algorithm):
         history_b = problem.zeros(self.memory, *b.shape)
         return LbfgsState(w, b, problem.constant(0.0), w, b, w, b, problem.constant(math.inf), w, b, w, b,
                           problem.constant(0.0), history_w, history_b, history_w, history_b, history_b, 0,
-                          problem.constant(math.inf), problem.constant(0.0), problem.constant(0.0))
+                          problem.constant(math.inf), *(problem.constant(0.0),) * 4)
 
     def update(self, state: LbfgsState, batch: Batch, problem: Problem) -> LbfgsState:
         """Accumulate s·F, and its gradient, at the trial point over one mini-batch."""
@@ -157,8 +159,9 @@ class Lbfgs(Algorithm):
         return LbfgsState(x_w + step * p_w, x_b + step * p_b, xp.zeros_like(state.loss_sum),
                           xp.zeros_like(state.grad_w_sum), xp.zeros_like(state.grad_b_sum),
                           x_w, x_b, f_x, gx_w, gx_b, p_w, p_b, step, s_w_mem, s_b_mem, y_w_mem, y_b_mem, rho,
-                          state.k + 1, g_max, xp.zeros_like(state.hits),
-                          xp.where(accept, state.hits, state.x_hits) if self.multiclass else state.x_hits)
+                          state.k + 1, g_max, xp.zeros_like(state.hits), xp.zeros_like(state.ties),
+                          *((xp.where(accept, state.hits, state.x_hits), xp.where(accept, state.ties, state.x_ties))
+                            if self.multiclass else (state.x_hits, state.x_ties)))
 
     # -- per-model reductions: a model's weights are w[:, m] and b[m] (overridden by Multinomial)
     @staticmethod
@@ -255,11 +258,12 @@ class Multinomial(Lbfgs):
 
     def prepare(self, problem: Problem, X: Array, y: Array, *, weight: Array | None = None,
                 seed: int | None = None) -> Any:
-        """The rows with their one-hot labels (n, C), served row-first like any other reader."""
+        """The rows with their one-hot labels (n, C), served row-first like any other reader
+        (transposed from a class-major array: ``update`` works class-major)."""
         from calopt.io.batches import ArrayReader
 
         xp = problem.xp
-        return ArrayReader(X, xp.astype(xp.permute_dims(y, (1, 0)) > 0, problem.dtype), xp, problem.device, weight)
+        return ArrayReader(X, xp.astype(y > 0, problem.dtype).T, xp, problem.device, weight)
 
     def init(self, problem: Problem) -> LbfgsState:
         w, b, scalar = problem.zeros(problem.n_features, problem.n_classes), problem.zeros(problem.n_classes), \
@@ -268,37 +272,43 @@ class Multinomial(Lbfgs):
         history_b = problem.zeros(self.memory, *b.shape)
         return LbfgsState(w, b, scalar, w, b, w, b, problem.scalar(math.inf), w, b, w, b, scalar, history_w,
                           history_b, history_w, history_b, problem.zeros(self.memory), 0, problem.scalar(math.inf),
-                          scalar, scalar)
+                          scalar, scalar, scalar, scalar)
 
     def update(self, state: LbfgsState, batch: Batch, problem: Problem) -> LbfgsState:
         """Accumulate s·(log-sum-exp − the true class's score), and its gradient, over one batch;
         and the rows the scores classify right (the training top-1 of the history, for free)."""
         xp = problem.xp
         X, onehot, weight = batch
-        # (B, C) arrays are updated in place: on the CPU each fresh one costs more (page faults)
-        # than the arithmetic on it
-        scores = X @ state.w
-        scores += state.b
-        hits = xp.argmax(scores, axis=1) == xp.argmax(onehot, axis=1)  # ties: the first class, as predict
-        scores -= xp.max(scores, axis=1, keepdims=True)  # shifted: exp cannot overflow
-        losses = -xp.vecdot(onehot, scores, axis=-1)  # − the true class's (shifted) score
+        # Class-major (C, B) scores: on the CPU a reduction over the C classes of each row is a
+        # loop per row, over the rows of (C, B) a few vector operations; and the arrays are
+        # updated in place: each fresh (C, B) array costs more (page faults) than the arithmetic.
+        onehot = onehot.T  # the reader holds it class-major: a contiguous (C, B) for the whole batch
+        scores = state.w.T @ X.T
+        scores += state.b[:, None]
+        scores -= xp.max(scores, axis=0)  # shifted: exp cannot overflow; each row's top is 0
+        true = xp.sum(onehot * scores, axis=0)  # the true class's (shifted) score
+        # top-1 without an argmax: the true class is at the top; exact unless a row has tied tops
+        # (counted: the history then scores the rows itself, as predict breaks ties)
+        hits = xp.sum(xp.astype(true == 0, problem.dtype))
+        ties = xp.astype(xp.count_nonzero(scores == 0), problem.dtype) - scores.shape[1]
         coef = xp.exp(scores)
-        total = xp.sum(coef, axis=1, keepdims=True)
-        losses += xp.log(total[:, 0])
+        total = xp.sum(coef, axis=0)
+        losses = xp.log(total) - true
         coef /= total
         coef -= onehot  # ∂loss/∂scores: the probabilities − the one-hot labels
         if weight is not None:
-            coef *= weight[:, None]
+            coef *= weight
             losses *= weight
         return state._replace(loss_sum=state.loss_sum + xp.sum(losses),
-                              grad_w_sum=state.grad_w_sum + X.T @ coef,
-                              grad_b_sum=state.grad_b_sum + xp.sum(coef, axis=0),
-                              hits=state.hits + xp.sum(xp.astype(hits, problem.dtype)) / problem.n_samples)
+                              grad_w_sum=state.grad_w_sum + X.T @ coef.T,
+                              grad_b_sum=state.grad_b_sum + xp.sum(coef, axis=1),
+                              hits=state.hits + hits / problem.n_samples, ties=state.ties + ties)
 
     def train_top1(self, state: LbfgsState) -> Array | None:
         """The accepted iterate was scored on every training row in the pass that tried it: its
-        share of hits there is its training top-1 (unweighted, as the history's)."""
-        return state.x_hits
+        share of hits there is its training top-1 (unweighted, as the history's), unless a row
+        had tied top scores (the zero model of the first pass: every row)."""
+        return None if bool(state.x_ties > 0) else state.x_hits
 
 
     # one model: every reduction runs over all of W and b
