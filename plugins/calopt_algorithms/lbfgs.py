@@ -35,23 +35,21 @@ _ARMIJO = 1e-4
 
 
 class LbfgsState(NamedTuple):
+    """The pass's sums at the trial point (w, b), and L-BFGS's own quantities on flat parameter
+    vectors z = (w, b) (:meth:`Lbfgs._flat`: (d+1[, M]) per model, (d·C + C) for the softmax)."""
+
     w: Array  #: the point being evaluated this pass (the trial point)
     b: Array
     loss_sum: Array  #: Σ s·F at (w, b) over the pass so far, per model
     grad_w_sum: Array  #: Σ s·F'·y·x
     grad_b_sum: Array  #: Σ s·F'·y
-    x_w: Array  #: the accepted iterate (the model)
-    x_b: Array
+    x: Array  #: the accepted iterate (the model), flat
     f: Array  #: f at the accepted iterate (inf before the first pass)
-    g_w: Array  #: ∇f there
-    g_b: Array
-    p_w: Array  #: the search direction from it
-    p_b: Array
+    g: Array  #: ∇f there, flat
+    p: Array  #: the search direction from it, flat
     step: Array  #: the step along it of the trial point
-    s_w: Array  #: (memory, d[, M]) the last iterate differences
-    s_b: Array  #: (memory[, M])
-    y_w: Array  #: the matching gradient differences
-    y_b: Array
+    s: Array  #: (memory, *z.shape) the last iterate differences
+    y: Array  #: the matching gradient differences
     rho: Array  #: (memory[, M]) 1/yᵀs (0 for an empty slot)
     k: int  #: passes done
     g_max: Array  #: max |∇f| at the accepted iterate (inf before the first pass), per model
@@ -99,12 +97,16 @@ class Lbfgs(Algorithm):
                                  f"the gradient at 0")
 
     def init(self, problem: Problem) -> LbfgsState:
-        w, b = problem.coef_zeros(), problem.constant(0.0)
-        history_w = problem.zeros(self.memory, *w.shape)
-        history_b = problem.zeros(self.memory, *b.shape)
-        return LbfgsState(w, b, problem.constant(0.0), w, b, w, b, problem.constant(math.inf), w, b, w, b,
-                          problem.constant(0.0), history_w, history_b, history_w, history_b, history_b, 0,
-                          problem.constant(math.inf), *(problem.constant(0.0),) * 4)
+        return self._init(problem, problem.coef_zeros(), problem.constant(0.0), problem.constant(0.0))
+
+    def _init(self, problem: Problem, w: Array, b: Array, zero: Array) -> LbfgsState:
+        """The state at (w, b) = 0 before the first pass (f = inf, an empty memory); ``zero`` is
+        a per-model 0."""
+        z = self._flat(w, b, problem.xp)
+        history = problem.zeros(self.memory, *z.shape)
+        inf = zero + math.inf
+        return LbfgsState(w, b, zero, w, b, z, inf, z, z, zero, history, history,
+                          problem.zeros(self.memory, *zero.shape), 0, inf, *(problem.scalar(0.0),) * 4)
 
     def update(self, state: LbfgsState, batch: Batch, problem: Problem) -> LbfgsState:
         """Accumulate s·F, and its gradient, at the trial point over one mini-batch."""
@@ -127,88 +129,76 @@ class Lbfgs(Algorithm):
         xp, m = problem.xp, problem.n_samples
         penalty = 1.0 / (self.C * m)  # the gradient of ‖w‖²/(2Cm)
         f = state.loss_sum / m + 0.5 * penalty * self._sum(state.w * state.w, xp)
-        g_w = state.grad_w_sum / m + penalty * state.w
-        g_b = state.grad_b_sum / m
-        slope = self._inner(state.g_w, state.p_w, state.g_b, state.p_b, xp)  # ∇fᵀp at the iterate
-        accept = (f <= state.f + _ARMIJO * state.step * slope) | ~xp.isfinite(state.f)
+        z = self._flat(state.w, state.b, xp)
+        g = self._flat(state.grad_w_sum / m + penalty * state.w, state.grad_b_sum / m, xp)
+        slope = self._dot(state.g, state.p, xp)  # ∇fᵀp at the iterate
+        started = xp.isfinite(state.f)
+        accept = (f <= state.f + _ARMIJO * state.step * slope) | ~started
         # the memory, updated where the step is accepted and the curvature yᵀs is positive
-        s_w, s_b = state.w - state.x_w, state.b - state.x_b
-        y_w, y_b = g_w - state.g_w, g_b - state.g_b
-        curvature = self._inner(y_w, s_w, y_b, s_b, xp)
-        remember = accept & (curvature > 1e-10) & xp.isfinite(state.f)
-        rolled = [xp.concat([stack[1:, ...], new[None, ...]], axis=0)
-                  for stack, new in ((state.s_w, s_w), (state.s_b, s_b), (state.y_w, y_w), (state.y_b, y_b))]
-        keep = xp.astype(remember, f.dtype)
-        new_rho = keep / xp.where(remember, curvature, xp.ones_like(curvature))
-        rho = xp.concat([state.rho[1:, ...], new_rho[None, ...]], axis=0)
-        s_w_mem, s_b_mem, y_w_mem, y_b_mem = (xp.where(remember, new, old) for new, old in
-                                              zip(rolled, (state.s_w, state.s_b, state.y_w, state.y_b)))
-        rho = xp.where(remember, rho, state.rho)
-        # the accepted iterate and its gradient
-        x_w = xp.where(accept, state.w, state.x_w)
-        x_b = xp.where(accept, state.b, state.x_b)
-        f_x = xp.where(accept, f, state.f)
-        gx_w = xp.where(accept, g_w, state.g_w)
-        gx_b = xp.where(accept, g_b, state.g_b)
-        p_w, p_b = self._direction(gx_w, gx_b, s_w_mem, s_b_mem, y_w_mem, y_b_mem, rho, xp)
-        p_w = xp.where(accept, p_w, state.p_w)
-        p_b = xp.where(accept, p_b, state.p_b)
+        s_new, y_new = z - state.x, g - state.g
+        curvature = self._dot(y_new, s_new, xp)
+        remember = accept & (curvature > 1e-10) & started
+        new_rho = xp.astype(remember, f.dtype) / xp.where(remember, curvature, xp.ones_like(curvature))
+        s_mem, y_mem, rho = (xp.where(remember, xp.concat([old[1:, ...], new[None, ...]], axis=0), old)
+                             for old, new in ((state.s, s_new), (state.y, y_new), (state.rho, new_rho)))
+        # the accepted iterate, its gradient and the direction from it
+        x = xp.where(accept, z, state.x)
+        g_x = xp.where(accept, g, state.g)
+        p = xp.where(accept, self._direction(g_x, s_mem, y_mem, rho, xp), state.p)
         step = xp.where(accept, xp.ones_like(state.step), state.step * 0.5)
-        g_max = xp.where(accept, xp.maximum(self._max(xp.abs(g_w), xp), self._max(xp.abs(g_b), xp, bias=True)),
-                         state.g_max)
-        return LbfgsState(x_w + step * p_w, x_b + step * p_b, xp.zeros_like(state.loss_sum),
-                          xp.zeros_like(state.grad_w_sum), xp.zeros_like(state.grad_b_sum),
-                          x_w, x_b, f_x, gx_w, gx_b, p_w, p_b, step, s_w_mem, s_b_mem, y_w_mem, y_b_mem, rho,
-                          state.k + 1, g_max, xp.zeros_like(state.hits), xp.zeros_like(state.ties),
-                          *((xp.where(accept, state.hits, state.x_hits), xp.where(accept, state.ties, state.x_ties))
-                            if self.multiclass else (state.x_hits, state.x_ties)))
+        g_max = xp.where(accept, xp.max(xp.abs(g), axis=0), state.g_max)
+        w, b = self._unflat(x + step * p, state.w, xp)
+        hits = (xp.where(accept, state.hits, state.x_hits), xp.where(accept, state.ties, state.x_ties)) \
+            if self.multiclass else (state.x_hits, state.x_ties)
+        return LbfgsState(w, b, xp.zeros_like(state.loss_sum), xp.zeros_like(state.grad_w_sum),
+                          xp.zeros_like(state.grad_b_sum), x, xp.where(accept, f, state.f), g_x, p, step,
+                          s_mem, y_mem, rho, state.k + 1, g_max, xp.zeros_like(state.hits),
+                          xp.zeros_like(state.ties), *hits)
 
-    # -- per-model reductions: a model's weights are w[:, m] and b[m] (overridden by Multinomial)
+    # -- flat parameters: a model's weights and intercept as one vector (overridden by Multinomial)
+    @staticmethod
+    def _flat(w: Array, b: Array, xp: Any) -> Array:
+        """(w, b) as z = (d+1,), or (d+1, M) for stacked models (a column each)."""
+        return xp.concat([w, xp.expand_dims(b, axis=0)], axis=0)
+
+    @staticmethod
+    def _unflat(z: Array, like: Array, xp: Any) -> tuple[Array, Array]:
+        """The (w, b) of z (``like``: an array of w's shape)."""
+        return z[:-1, ...], z[-1, ...]
+
+    @staticmethod
+    def _dot(a: Array, c: Array, xp: Any) -> Array:
+        """The inner product of two flat parameter vectors, per model (z's first axis)."""
+        return xp.vecdot(a, c, axis=-a.ndim)
+
     @staticmethod
     def _sum(w: Array, xp: Any) -> Array:
         """Σ over one model's weights (the intercept apart): per model."""
         return xp.sum(w, axis=0)
-
-    @staticmethod
-    def _max(a: Array, xp: Any, *, bias: bool = False) -> Array:
-        """max over one model's weights (``bias``: over its intercepts): per model."""
-        return a if bias else xp.max(a, axis=0)
-
-    def _inner(self, a_w: Array, b_w: Array, a_b: Array, b_b: Array, xp: Any) -> Array:
-        """The inner product of two (w, b) pairs, per model."""
-        return self._sum(a_w * b_w, xp) + self._sum_bias(a_b * b_b, xp)
-
-    @staticmethod
-    def _sum_bias(b: Array, xp: Any) -> Array:
-        return b
 
     def converged(self, state: LbfgsState) -> bool:
         """Every model's gradient is within ``tol`` (max |∇f|), as scikit-learn's lbfgs stops."""
         xp = _namespace(state.g_max)
         return self.tol > 0 and bool(xp.all(state.g_max <= self.tol))
 
-    def _direction(self, g_w: Array, g_b: Array, s_w: Array, s_b: Array, y_w: Array, y_b: Array, rho: Array,
-                   xp: Any) -> tuple[Array, Array]:
+    def _direction(self, g: Array, s: Array, y: Array, rho: Array, xp: Any) -> Array:
         """−H·∇f by the two-loop recursion over the memory (empty slots have ρ = 0 and act as none);
         with no memory yet, the steepest descent direction scaled to unit length."""
-        q_w, q_b = g_w, g_b
-        memory = rho.shape[0]
-        alphas = []
-        for i in range(memory - 1, -1, -1):  # newest first
-            alpha = rho[i, ...] * self._inner(s_w[i, ...], q_w, s_b[i, ...], q_b, xp)
-            q_w, q_b = q_w - alpha * y_w[i, ...], q_b - alpha * y_b[i, ...]
+        q, alphas = g, []
+        for i in range(rho.shape[0] - 1, -1, -1):  # newest first
+            alpha = rho[i, ...] * self._dot(s[i, ...], q, xp)
+            q = q - alpha * y[i, ...]
             alphas.append(alpha)
-        newest_yy = self._inner(y_w[-1, ...], y_w[-1, ...], y_b[-1, ...], y_b[-1, ...], xp)
-        newest_sy = xp.where(rho[-1, ...] > 0, 1 / xp.where(rho[-1, ...] > 0, rho[-1, ...], xp.ones_like(rho[-1, ...])),
-                             xp.zeros_like(rho[-1, ...]))
-        norm = xp.sqrt(self._inner(g_w, g_w, g_b, g_b, xp))
-        gamma = xp.where(rho[-1, ...] > 0, newest_sy / xp.where(newest_yy > 0, newest_yy, xp.ones_like(newest_yy)),
+        newest = rho[-1, ...] > 0
+        newest_yy = self._dot(y[-1, ...], y[-1, ...], xp)
+        newest_sy = 1 / xp.where(newest, rho[-1, ...], xp.ones_like(newest_yy))
+        norm = xp.sqrt(self._dot(g, g, xp))
+        gamma = xp.where(newest, newest_sy / xp.where(newest_yy > 0, newest_yy, xp.ones_like(newest_yy)),
                          1 / xp.maximum(norm, xp.ones_like(norm)))
-        r_w, r_b = gamma * q_w, gamma * q_b
-        for i, alpha in zip(range(memory), reversed(alphas)):  # oldest first
-            beta = rho[i, ...] * self._inner(y_w[i, ...], r_w, y_b[i, ...], r_b, xp)
-            r_w, r_b = r_w + s_w[i, ...] * (alpha - beta), r_b + s_b[i, ...] * (alpha - beta)
-        return -r_w, -r_b
+        r = gamma * q
+        for i, alpha in enumerate(reversed(alphas)):  # oldest first
+            r = r + s[i, ...] * (alpha - rho[i, ...] * self._dot(y[i, ...], r, xp))
+        return -r
 
     def iterate(self, state: LbfgsState) -> tuple[Array, Array]:
         return state.w, state.b
@@ -216,8 +206,9 @@ class Lbfgs(Algorithm):
     def output(self, state: LbfgsState) -> tuple[Array, Array]:
         """The accepted iterate (the trial point before the first pass is scored)."""
         xp = _namespace(state.f)
+        w, b = self._unflat(state.x, state.w, xp)
         started = xp.isfinite(state.f)
-        return xp.where(started, state.x_w, state.w), xp.where(started, state.x_b, state.b)
+        return xp.where(started, w, state.w), xp.where(started, b, state.b)
 
     def describe_state(self, state: LbfgsState) -> dict[str, Array]:
         return {"objective": state.f}
@@ -266,13 +257,8 @@ class Multinomial(Lbfgs):
         return ArrayReader(X, xp.astype(y > 0, problem.dtype).T, xp, problem.device, weight)
 
     def init(self, problem: Problem) -> LbfgsState:
-        w, b, scalar = problem.zeros(problem.n_features, problem.n_classes), problem.zeros(problem.n_classes), \
-            problem.scalar(0.0)
-        history_w = problem.zeros(self.memory, *w.shape)
-        history_b = problem.zeros(self.memory, *b.shape)
-        return LbfgsState(w, b, scalar, w, b, w, b, problem.scalar(math.inf), w, b, w, b, scalar, history_w,
-                          history_b, history_w, history_b, problem.zeros(self.memory), 0, problem.scalar(math.inf),
-                          scalar, scalar, scalar, scalar)
+        return self._init(problem, problem.zeros(problem.n_features, problem.n_classes),
+                          problem.zeros(problem.n_classes), problem.scalar(0.0))
 
     def update(self, state: LbfgsState, batch: Batch, problem: Problem) -> LbfgsState:
         """Accumulate s·(log-sum-exp − the true class's score), and its gradient, over one batch;
@@ -311,15 +297,22 @@ class Multinomial(Lbfgs):
         return None if bool(state.x_ties > 0) else state.x_hits
 
 
-    # one model: every reduction runs over all of W and b
+    # one model: (W, b) flattened into one vector
+    @staticmethod
+    def _flat(w: Array, b: Array, xp: Any) -> Array:
+        return xp.concat([xp.reshape(w, (-1,)), b])
+
+    @staticmethod
+    def _unflat(z: Array, like: Array, xp: Any) -> tuple[Array, Array]:
+        d, classes = like.shape
+        return xp.reshape(z[:d * classes], (d, classes)), z[d * classes:]
+
     @staticmethod
     def _sum(w: Array, xp: Any) -> Array:
         return xp.sum(w)
 
-    @staticmethod
-    def _sum_bias(b: Array, xp: Any) -> Array:
-        return xp.sum(b)
-
-    @staticmethod
-    def _max(a: Array, xp: Any, *, bias: bool = False) -> Array:
-        return xp.max(a)
+    def train_top1(self, state: LbfgsState) -> Array | None:
+        """The accepted iterate was scored on every training row in the pass that tried it: its
+        share of hits there is its training top-1 (unweighted, as the history's), unless a row
+        had tied top scores (the zero model of the first pass: every row)."""
+        return None if bool(state.x_ties > 0) else state.x_hits
