@@ -11,7 +11,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from calopt import plotting
-from calopt.comparison import compare as run_comparison
 from calopt.constraints import parse_constraints
 from calopt.io import datasets
 from calopt.io.files import train_test_split
@@ -79,6 +78,8 @@ def compare(
         test_set = datasets.load(data, "test")
     else:
         train_set, test_set = train_test_split(train_set, TEST_SIZE, seed=seed)
+    from calopt.comparison import compare as run_comparison  # scikit-learn: imported when compare runs
+
     result = run_comparison(train_set.X, train_set.labels, test_set.X, test_set.labels, measure=measure,
                             algorithms=algorithm or None, epochs=epochs, seed=seed, positive=positive,
                             constraints=constraints or None)
