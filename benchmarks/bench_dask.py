@@ -14,7 +14,8 @@ For each dataset, measure and seed s, the same algorithm trains three ways:
 Done-when (issue 15): local mode's test value within 0.005 of the single process.
 Prints a Markdown table and writes JSON to benchmarks/results/dask.json.
 
-    python benchmarks/bench_dask.py [--seeds 0 1 2] [--datasets ijcnn1 a9a w8a]
+    python benchmarks/bench_dask.py [--seeds 0 1 2] [--datasets ijcnn1 a9a w8a] [--epochs 10]
+        [--rounds-per-pass 1]   # K > 1: local_steps = a shard's batches / K, K rounds a pass
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import time
 from pathlib import Path
 
@@ -53,7 +55,9 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--datasets", nargs="+", default=["ijcnn1", "a9a", "w8a"])
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=10, help="passes of the single process = rounds on the cluster")
+    parser.add_argument("--epochs", type=int, default=10, help="passes of the single process and of the cluster")
+    parser.add_argument("--rounds-per-pass", type=int, default=1,
+                        help="local rounds per pass over a worker's shard (local_steps = its batches / this)")
     args = parser.parse_args()
     from distributed import Client, LocalCluster
 
@@ -73,13 +77,17 @@ def main():
                                         seed=seed, epochs=args.epochs)
                     single_seconds = time.perf_counter() - begun
                     begun = time.perf_counter()
+                    per_pass = math.ceil(math.ceil(train.n_samples / args.workers) / single.options["batch_size"])
+                    steps = None if args.rounds_per_pass == 1 else math.ceil(per_pass / args.rounds_per_pass)
+                    rounds = args.epochs if steps is None else math.ceil(args.epochs * per_pass / steps)
                     local = fit_on_cluster(cluster=client, measure=measure, algorithm=algorithm, seed=seed,
-                                           epochs=args.epochs, **source)
+                                           epochs=rounds, local_steps=steps, **source)
                     local_seconds = time.perf_counter() - begun
                     row = {"dataset": name, "measure": measure, "algorithm": algorithm, "seed": seed,
                            "single": single.score(test.X, test.labels), "local": local.score(test.X, test.labels),
                            "single_algorithm": single.algorithm, "local_algorithm": local.algorithm,
-                           "single_seconds": single_seconds, "local_seconds": local_seconds}
+                           "single_seconds": single_seconds, "local_seconds": local_seconds,
+                           "rounds": rounds, "local_steps": steps}
                     row["gap"] = row["local"] - row["single"]
                     rows.append(row)
                     print(json.dumps(row))
@@ -91,9 +99,11 @@ def main():
                          "single": single_gd.score(test.X, test.labels), "local": exact_gd.score(test.X, test.labels)})
             print(json.dumps(rows[-1]))
     RESULTS.mkdir(exist_ok=True)
-    name = "dask.json" if args.epochs == 10 else f"dask_e{args.epochs}.json"
-    (RESULTS / name).write_text(json.dumps({"machine": cpu_name(), "workers": args.workers, "epochs": args.epochs,
-                                            "rows": rows}, indent=1))
+    name = "dask" + ("" if args.epochs == 10 else f"_e{args.epochs}") + \
+        ("" if args.rounds_per_pass == 1 else f"_r{args.rounds_per_pass}")
+    (RESULTS / f"{name}.json").write_text(json.dumps({"machine": cpu_name(), "workers": args.workers,
+                                                      "epochs": args.epochs, "rounds_per_pass": args.rounds_per_pass,
+                                                      "rows": rows}, indent=1))
     print(f"\n{cpu_name()}, {args.workers} workers (LocalCluster, one process each)\n")
     print("| dataset | measure · algorithm | single process (mean) | 2 workers, local (mean) | worst gap "
           "| within 0.005 | seconds single / Dask |")
