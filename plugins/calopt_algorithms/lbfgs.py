@@ -104,7 +104,7 @@ class Lbfgs(Algorithm):
         a per-model 0."""
         z = self._flat(w, b, problem.xp)
         history = problem.zeros(self.memory, *z.shape)
-        inf = zero + math.inf
+        inf = problem.xp.full_like(zero, math.inf)
         return LbfgsState(w, b, zero, w, b, z, inf, z, z, zero, history, history,
                           problem.zeros(self.memory, *zero.shape), 0, inf, *(problem.scalar(0.0),) * 4)
 
