@@ -100,7 +100,8 @@ ConstraintOpt = Annotated[
         show_default=False,
         help="A rate constraint, repeatable: RATE>=BOUND or RATE<=BOUND over tpr (recall), tnr, fpr, fnr, "
         "precision, predicted-positive-rate, accuracy ('precision>=0.9', 'fpr<=0.01'). The measure is "
-        "maximised subject to them; the threshold is the best feasible one on held-out rows. "
+        "maximised subject to them; the threshold is the best feasible one on held-out rows, carried to the "
+        "final model by its positive share (among thresholds feasible on the training rows too). "
         "-a constrained trains by the Lagrangian primal-dual solver, the default by the plug-in route.",
     ),
 ]

@@ -205,6 +205,7 @@ def test_two_dimensional_constrained_optimum(algorithm):
                        select="none", epochs=30, seed=0)
     entry, = model.options["constraints"]
     assert entry["satisfied"] and entry["train"] >= 0.75
+    assert model.options["threshold_rule"] == "best feasible on the training rows"  # select="none"
     recall = calopt.get_measure("recall").score(y, model.predict(X))
     # within 0.03 of the optimum over linear models (and not above it by more than the grid's resolution)
     assert optimum - 0.03 <= recall <= optimum + 0.01, (recall, optimum)
@@ -385,6 +386,8 @@ def test_cli_reports_each_constraint_in_json(svm_files, tmp_path):
         assert {"constraint", "train", "validation", "test", "satisfied"} <= set(entry)
         assert isinstance(entry["satisfied"], bool) and 0 <= entry["test"] <= 1
     assert out["measure"] == "tpr"
+    assert out["threshold_rule"] == "out-of-fold share, feasible on the training rows"
+    assert out["selection"]["measure"] == "tpr subject to precision>=0.6, fpr <= 0.2"
 
 
 def test_cli_table_shows_the_constraints(svm_files):
