@@ -257,10 +257,10 @@ class BinaryTask:
         Tuned on the training rows, the training value is the best cut's own.
         """
         best = None
-        if share is not None:
-            kept, self.share = self.share, share
+        if share is not None:  # the selection's share so far; the task's own share and rule stay as they were
+            kept, self.share = (self.share, self.rule), share
             b = b - self._cut(w, b)[0]
-            self.share = kept
+            self.share, self.rule = kept
         elif self.tune_threshold:
             threshold, best = self._cut(w, b)
             b = b - threshold
