@@ -13,8 +13,10 @@ Routes, in one process:
   one with the best validation recall among those meeting the constraint on the other 20%
   (none meeting it: the threshold closest to feasible).
 * calopt (default route): ``calopt.fit(X, y, measure="recall", constraints=[spec])``:
-  L-BFGS on the logistic loss, C, the passes and the threshold chosen on held-out rows
-  among the feasible ones.
+  L-BFGS on the logistic loss, C and the passes chosen on held-out rows among the
+  feasible thresholds; the threshold the best feasible one on the out-of-fold scores,
+  carried over by positive share to the nearest one feasible on the training rows too
+  (the row records the rule, ``threshold_rule``, and the held-out value of the rate).
 * calopt (constrained solver): the same with ``algorithm="constrained"``, the
   Lagrangian primal-dual solver.
 
@@ -110,16 +112,22 @@ def main():
         for rate, op, bound in TASKS:
             spec = f"{rate}{op}{bound}"
             routes = {"plug-in": plugin_route(X, y, X_test, rate, op, bound)[:2]}
+            held_out = {}  # calopt's own account: the threshold's rule and the held-out value of the constraint
             for label, algorithm in (("calopt", None), ("calopt constrained", "constrained")):
                 seconds, predicted, model = calopt_route(X, y, X_test, spec, algorithm)
                 routes[label] = (seconds, predicted)
+                entry, = model.options["constraints"]
+                held_out[label] = {"threshold_rule": model.options["threshold_rule"],
+                                   "held_out_rate": entry["validation"],
+                                   "held_out_satisfied": entry["validation_satisfied"],
+                                   "train_rate": entry["train"]}
             for label, (seconds, predicted) in routes.items():
                 test = rates(y_test, predicted)
                 m = test["predicted_positive"] if rate == "precision" else test["negatives"]
                 verdict, error = judged(test[rate], bound, op, m)
                 rows.append({"dataset": name, "constraint": spec, "route": label, "test_recall": float(test["recall"]),
                              "test_rate": float(test[rate]), "two_se": float(error), "verdict": verdict,
-                             "seconds": float(seconds)})
+                             "seconds": float(seconds), **held_out.get(label, {})})
                 print(f"{name:7s} {spec:16s} {label:19s} recall {test['recall']:.4f} {rate} {test[rate]:.4f} "
                       f"(±{error:.4f}) {verdict:12s} {seconds:6.2f} s", flush=True)
     summary = {}

@@ -27,7 +27,7 @@ from calopt.errors import ParameterError
 from calopt.measures import Measure, confusion_counts, safe_divide
 
 __all__ = ["RATES", "ConstrainedMeasure", "RateConstraint", "RateObjective", "constrain", "parse_constraint",
-           "parse_constraints", "unmet_message"]
+           "held_out_unmet_message", "parse_constraints", "unmet_message"]
 
 Array = Any
 
@@ -159,11 +159,20 @@ class ConstrainedMeasure(Measure):
     def params(self) -> dict[str, Any]:
         return {}
 
-    def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
-        value = self.objective.from_counts(tp, fp, tn, fn, xp=xp)
-        violation = xp.zeros_like(value)
+    def violation(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        """The total violation of the constraints at these counts (0 where every one holds)."""
+        violation = xp.zeros_like(tp)
         for constraint in self.constraints:
             violation = violation + constraint.violation(constraint.value(tp, fp, tn, fn, xp=xp), xp=xp)
+        return violation
+
+    def feasible(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        """Where every constraint holds at these counts (a boolean array)."""
+        return self.violation(tp, fp, tn, fn, xp=xp) <= 0
+
+    def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        value = self.objective.from_counts(tp, fp, tn, fn, xp=xp)
+        violation = self.violation(tp, fp, tn, fn, xp=xp)
         return xp.where(violation > 0, -1.0 - violation, value)
 
     def from_rates(self, tpr: Array, tnr: Array, p: float, *, xp: Any) -> Array:
@@ -217,3 +226,12 @@ def unmet_message(entry: dict[str, Any]) -> str:
                 f"points between them, is not offered)")
     return (f"{head} at the threshold chosen on held-out rows (thresholds that meet it on the training data "
             f"exist: the {side} reached is {entry['best']:.4f})")
+
+
+def held_out_unmet_message(entries: list[dict[str, Any]], rule: str) -> str:
+    """The one line for a model none of whose thresholds meets every constraint on the held-out rows
+    (``rule``: how they were held out), from the constraints report's ``validation`` values there."""
+    missed = [f"{entry['constraint']} ({parse_constraint(entry['constraint']).rate} {entry['validation']:.4f})"
+              for entry in entries if not entry.get("validation_satisfied", True)]
+    return (f"no threshold meets every constraint on the held-out rows ({rule}): kept the one closest to feasible "
+            f"there, which misses {', '.join(missed) or 'none alone'}")

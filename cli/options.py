@@ -100,7 +100,8 @@ ConstraintOpt = Annotated[
         show_default=False,
         help="A rate constraint, repeatable: RATE>=BOUND or RATE<=BOUND over tpr (recall), tnr, fpr, fnr, "
         "precision, predicted-positive-rate, accuracy ('precision>=0.9', 'fpr<=0.01'). The measure is "
-        "maximised subject to them; the threshold is the best feasible one on held-out rows. "
+        "maximised subject to them; the threshold is the best feasible one on held-out rows, carried to the "
+        "final model by its positive share (among thresholds feasible on the training rows too). "
         "-a constrained trains by the Lagrangian primal-dual solver, the default by the plug-in route.",
     ),
 ]
@@ -259,8 +260,11 @@ def selection_text(selection: dict[str, Any] | None, measure: str) -> str | None
     """What a run's settings selection chose, in a sentence (None without one)."""
     if not selection:
         return None
+    measure = selection.get("measure", measure)  # a constrained run names its objective and constraints
+    value = (f"{selection['value']:.4f}" if selection["value"] >= 0 or " subject to " not in measure else
+             "not reached: no threshold met the constraints there")
     text = (f"chosen by {selection['rule']}: {selection['algorithm']} at {epochs_text(selection['epochs'])} "
-            f"of {selection['epochs_run']}, held-out {measure} {selection['value']:.4f}")
+            f"of {selection['epochs_run']}, held-out {measure} {value}")
     if selection.get("compared"):
         text += "; compared " + ", ".join(f"{c['algorithm']} {c['value']:.4f}" for c in selection["compared"])
     return text

@@ -23,7 +23,7 @@ from rich.table import Table
 
 import calopt
 from calopt import plotting
-from calopt.constraints import parse_constraints, unmet_message
+from calopt.constraints import held_out_unmet_message, parse_constraints, unmet_message
 from calopt.errors import DataError, ParameterError, TrainingInterrupted
 from calopt.io import datasets
 from calopt.io.files import STDIN, Dataset, align_features, read_data
@@ -405,6 +405,9 @@ def train(
     if model.status < 0:  # reported, and the exit code says so after the results
         typer.echo(f"calopt: warning: {model.message}; exit code 3", err=True)
     constrained = model.options.get("constraints", [])
+    selection = model.options.get("selection") or {}
+    if constrained and selection.get("value", 0.0) < 0:  # no threshold feasible on the held-out rows
+        typer.echo(f"calopt: warning: {held_out_unmet_message(constrained, selection['rule'])}", err=True)
     for entry in constrained:
         if not entry["satisfied"]:
             typer.echo(f"calopt: warning: {unmet_message(entry)}", err=True)
@@ -425,7 +428,8 @@ def train(
             **({"rank": model.options["rank"]} if model.options.get("rank") else {}),
             "train": summaries[0][1],
             "test": summaries[1][1] if test_set is not None else None,
-            **({"constraints": constrained} if constraints else {}),
+            **({"constraints": constrained, "threshold_rule": model.options.get("threshold_rule")}
+               if constraints else {}),
             "history": model.history,
             "status": model.message,
             "model": str(model_out) if model_out is not None else None,

@@ -205,6 +205,7 @@ def test_two_dimensional_constrained_optimum(algorithm):
                        select="none", epochs=30, seed=0)
     entry, = model.options["constraints"]
     assert entry["satisfied"] and entry["train"] >= 0.75
+    assert model.options["threshold_rule"] == "best feasible on the training rows"  # select="none"
     recall = calopt.get_measure("recall").score(y, model.predict(X))
     # within 0.03 of the optimum over linear models (and not above it by more than the grid's resolution)
     assert optimum - 0.03 <= recall <= optimum + 0.01, (recall, optimum)
@@ -229,8 +230,8 @@ def test_report_has_train_validation_and_test_values():
                        eval_set=(X[900:], y[900:]), seed=0)
     entry, = model.options["constraints"]
     assert set(entry) >= {"constraint", "train", "validation", "test", "satisfied", "test_satisfied"}
-    # chosen on held-out rows, the threshold is the best feasible one on the training rows (not carried
-    # over by positive share): the constraint holds there
+    # chosen on the out-of-fold scores, the threshold is carried over to one that is feasible on the
+    # training rows too: the constraint holds there
     assert entry["satisfied"] and entry["train"] >= 0.7
     # the history's last row is the model's own training value (feasible: the recall itself)
     assert model.history[-1]["train"] == pytest.approx(calopt.get_measure("recall").score(y[:900], model.predict(X[:900])))
@@ -238,6 +239,96 @@ def test_report_has_train_validation_and_test_values():
     counts = confusion_counts(y[900:], predictions, xp=np)
     assert entry["test"] == pytest.approx(float(counts[0] / (counts[0] + counts[1])))
     assert model.measure == "tpr"
+
+
+def _best_feasible_cut(scores, y, bound):
+    """Brute force: (threshold, recall) of the cut with the best recall among those with precision ≥ bound,
+    each candidate threshold tried in a plain loop (the midpoints between distinct sorted scores and the
+    two ends; ties go to the higher threshold, the fewer positive predictions)."""
+    distinct = sorted(set(scores.tolist()), reverse=True)
+    candidates = [distinct[0] + 1.0] + [(a + b) / 2 for a, b in zip(distinct, distinct[1:])] + [distinct[-1] - 1.0]
+    best = (None, -1.0)
+    for threshold in candidates:
+        tp = sum(1 for s, label in zip(scores, y) if s > threshold and label > 0)
+        fp = sum(1 for s, label in zip(scores, y) if s > threshold and label < 0)
+        precision = tp / (tp + fp) if tp + fp else 0.0
+        recall = tp / sum(1 for label in y if label > 0)
+        if precision >= bound and recall > best[1]:
+            best = (threshold, recall)
+    return best
+
+
+def _nearest_feasible_share(scores, y, bound, share):
+    """Brute force: the threshold of ``scores`` with precision ≥ bound on (scores, y) whose share of
+    positive predictions is nearest ``share`` (ties: the fewer positives)."""
+    distinct = sorted(set(scores.tolist()), reverse=True)
+    candidates = [distinct[0] + 1.0] + [(a + b) / 2 for a, b in zip(distinct, distinct[1:])] + [distinct[-1] - 1.0]
+    best, gap = None, math.inf
+    for threshold in candidates:
+        predicted = scores > threshold
+        tp, fp = int(np.sum(predicted & (y > 0))), int(np.sum(predicted & (y < 0)))
+        if (tp / (tp + fp) if tp + fp else 0.0) >= bound and abs(np.mean(predicted) - share) < gap:
+            best, gap = threshold, abs(np.mean(predicted) - share)
+    return best
+
+
+@pytest.mark.parametrize("algorithm, select", [("lbfgs", "cv:3"), ("constrained", "cv:3"), ("lbfgs", "holdout:0.3")])
+def test_threshold_is_chosen_on_out_of_fold_scores(monkeypatch, algorithm, select):
+    """The model's threshold: the best feasible one on the chosen candidate's out-of-fold scores (a brute-force
+    scan), carried over by its positive share to the nearest threshold feasible on the training rows."""
+    from calopt.training import pipeline
+    from calopt.training.selection import Selector
+
+    seen = {}
+    chosen = Selector.chosen
+
+    def spy(self, state):
+        seen["held_out"] = [None if a is None else np.asarray(a) for a in self.held_out_scores(state)]
+        return chosen(self, state)
+
+    monkeypatch.setattr(Selector, "chosen", spy)
+    X, y = _two_gaussians(500, 11)
+    model = calopt.fit(X, y, measure="recall", constraints=["precision>=0.75"], algorithm=algorithm, select=select,
+                       seed=0)
+    y_held, oof, _ = seen["held_out"]
+    threshold, recall = _best_feasible_cut(oof, y_held, 0.75)
+    selection = model.options["selection"]
+    assert selection["threshold"] == pytest.approx(threshold) and selection["value"] == pytest.approx(recall)
+    share = float(np.mean(oof > threshold))
+    assert selection["positive_share"] == pytest.approx(share)
+    entry, = model.options["constraints"]
+    held_predicted = oof > threshold
+    assert entry["validation"] == pytest.approx(np.sum(held_predicted & (y_held > 0)) / np.sum(held_predicted))
+    assert entry["validation_satisfied"] and entry["satisfied"]
+    refit = np.asarray(model.decision_function(X)) + model.threshold  # the refit model's own scores
+    assert model.threshold == pytest.approx(_nearest_feasible_share(refit, y, 0.75, share))
+    assert model.options["threshold_rule"] == pipeline.SHARE_FEASIBLE
+    assert selection["measure"] == "tpr subject to precision>=0.75"
+
+
+def test_infeasible_on_held_out_rows_is_one_line():
+    X, y = _two_gaussians(600, 12)
+    model = calopt.fit(X, y, measure="recall", constraints=["precision>=0.95", "tpr>=0.9"], select="cv:3", seed=0)
+    assert model.options["selection"]["value"] < 0
+    missed = [e for e in model.options["constraints"] if not e["validation_satisfied"]]
+    assert missed
+    rates = {"precision>=0.95": "precision", "tpr>=0.9": "tpr"}
+    line = ("no threshold meets every constraint on the held-out rows (cv:3): kept the one closest to feasible "
+            "there, which misses " + ", ".join(f"{e['constraint']} ({rates[e['constraint']]} {e['validation']:.4f})"
+                                               for e in missed))
+    assert line in model.message.split("; ")
+
+
+def test_cli_names_the_constrained_objective_and_warns_of_held_out_infeasibility(svm_files):
+    result = _cli("train", str(svm_files / "train.svm"), "-m", "recall", "-c", "precision>=0.6", "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert "held-out tpr subject to precision>=0.6 0." in " ".join(result.stdout.split())
+    result = _cli("train", str(svm_files / "train.svm"), "-m", "recall", "-c", "precision>=0.95", "-c", "tpr>=0.9",
+                  "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert "held-out tpr subject to precision>=0.95, tpr>=0.9 not reached" in " ".join(result.stdout.split())
+    warnings = [line for line in result.stderr.splitlines() if "on the held-out rows" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("calopt: warning: no threshold meets every constraint")
 
 
 def test_constraints_refuse_multiclass_and_plain_solvers():
@@ -295,6 +386,8 @@ def test_cli_reports_each_constraint_in_json(svm_files, tmp_path):
         assert {"constraint", "train", "validation", "test", "satisfied"} <= set(entry)
         assert isinstance(entry["satisfied"], bool) and 0 <= entry["test"] <= 1
     assert out["measure"] == "tpr"
+    assert out["threshold_rule"] == "out-of-fold share, feasible on the training rows"
+    assert out["selection"]["measure"] == "tpr subject to precision>=0.6, fpr <= 0.2"
 
 
 def test_cli_table_shows_the_constraints(svm_files):

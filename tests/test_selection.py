@@ -16,7 +16,7 @@ import calopt
 from calopt import registry
 from calopt.errors import ParameterError, TrainingInterrupted
 from calopt.training.loop import CONVERGED, MAXITER
-from calopt.training.threshold import threshold_at_share
+from calopt.training.threshold import feasible_threshold_at_share, threshold_at_share
 from calopt.training.selection import (
     FOLDS,
     Rule,
@@ -153,6 +153,45 @@ def test_threshold_at_share_is_the_nearest_cut(share, weighted):
     nearest = min(abs(above(c) - share) for c in cuts)
     threshold = float(threshold_at_share(scores, share, weight))
     assert abs(above(threshold) - share) == pytest.approx(nearest, abs=1e-12)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("share, specs", [(0.1, ["precision>=0.6"]), (0.45, ["precision>=0.6"]),
+                                          (0.2, ["tpr>=0.7", "fpr<=0.5"]), (0.3, ["precision>=0.99"]),
+                                          (0.3, ["tpr>=0.9", "fpr<=0.05"])])  # the last: none feasible
+def test_feasible_threshold_at_share_is_the_nearest_feasible_cut(share, specs, weighted):
+    """Brute force over every cut: among those where every constraint holds (counts summed by plain
+    loops), the threshold's share above is the nearest to ``share``; none feasible: the flag says so."""
+    from calopt.constraints import constrain, parse_constraints
+
+    rng = np.random.default_rng(3)
+    y = np.where(rng.uniform(size=200) < 0.4, 1.0, -1.0)
+    scores = np.round(rng.normal(size=200) + 0.8 * y, 1)  # ties
+    weight = rng.integers(1, 4, 200).astype(float) if weighted else None
+    mass = np.ones(200) if weight is None else weight
+    measure = constrain(calopt.get_measure("recall"), specs)
+
+    def holds(t):
+        tp = fp = fn = tn = 0.0
+        for score, label, m in zip(scores, y, mass):
+            if score > t:
+                tp, fp = (tp + m, fp) if label > 0 else (tp, fp + m)
+            else:
+                fn, tn = (fn + m, tn) if label > 0 else (fn, tn + m)
+        return all(c.holds(float(c.value(tp, fp, tn, fn, xp=np))) for c in parse_constraints(specs))
+
+    def above(t):
+        return float(np.sum(mass[scores > t]) / np.sum(mass))
+
+    distinct = np.unique(scores)
+    cuts = np.concatenate([[distinct[-1] + 1], (distinct[:-1] + distinct[1:]) / 2, [distinct[0] - 1]])
+    feasible = [c for c in cuts if holds(c)]
+    threshold, found = feasible_threshold_at_share(scores, y, measure, share, weight)
+    assert bool(found) == bool(feasible)
+    if feasible:
+        assert holds(float(threshold))
+        nearest = min(abs(above(c) - share) for c in feasible)
+        assert abs(above(float(threshold)) - share) == pytest.approx(nearest, abs=1e-12)
 
 
 def test_with_few_positives_the_threshold_comes_from_every_row_held_out_once():

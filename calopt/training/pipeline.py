@@ -41,7 +41,7 @@ from calopt.backends import device, namespace
 from calopt.errors import DataError, ModelFileError, ParameterError, TrainingError, TrainingInterrupted
 from calopt.io.labels import encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text
 from calopt.constraints import ConstrainedMeasure, RateConstraint, RateObjective, constrain, parse_constraint
-from calopt.constraints import parse_constraints, unmet_message
+from calopt.constraints import held_out_unmet_message, parse_constraints, unmet_message
 from calopt.measures import Measure, confusion_counts
 from calopt.models.linear import LinearModel, MulticlassModel
 from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
@@ -63,7 +63,7 @@ from calopt.training.selection import (
     stratified_split,
     take_rows,
 )
-from calopt.training.threshold import best_cut, best_threshold, threshold_at_share
+from calopt.training.threshold import best_cut, best_threshold, feasible_threshold_at_share, threshold_at_share
 from calopt.version import __version__
 
 __all__ = ["BinaryTask", "MulticlassTask", "Prepared", "Trained", "default_batch_size", "fit", "fit_multiclass",
@@ -73,6 +73,15 @@ Array = Any
 Callback = Callable[[EpochRecord], None]
 #: Passes when they are not chosen on held-out data (``select="none"``) and not given.
 DEFAULT_EPOCHS = 10
+#: How a constrained model's threshold was chosen (``model.options["threshold_rule"]``): the
+#: settings selection's best feasible threshold on the out-of-fold scores, carried over by its
+#: positive share to the nearest threshold that meets the constraints on the training rows too.
+SHARE_FEASIBLE = "out-of-fold share, feasible on the training rows"
+#: ... or, where no threshold meets them on the training rows, the closest to feasible there.
+TRAINING_CLOSEST = "closest to feasible on the training rows"
+#: Without a settings selection (``select="none"``): the best feasible threshold where the measure's is tuned.
+TUNED_FEASIBLE = "best feasible on the training rows"
+TUNED_FEASIBLE_HELD_OUT = "best feasible on the held-out part"
 
 
 def resolve_backend(X: Any, backend: str | None, dtype: str | None, device: Any) -> Backend:
@@ -209,10 +218,20 @@ class BinaryTask:
         #: chose on them: the model's threshold puts the same share of its training rows above it
         #: (:func:`~calopt.training.threshold.threshold_at_share`) instead of tuning there.
         self.share: float | None = None
+        #: How the last threshold of a constrained model was chosen (:data:`SHARE_FEASIBLE` or
+        #: :data:`TRAINING_CLOSEST`; None: tuned on the ``tune`` rows as any measure's is).
+        self.rule: str | None = None
 
     def _cut(self, w: Array, b: Array) -> tuple[Array, Array | None]:
         """The threshold (0-d) for (w, b) and, when tuned on the training rows, the value there."""
         X, y, weight = self.tune
+        if self.share is not None and isinstance(self.measure, ConstrainedMeasure):
+            threshold, found = feasible_threshold_at_share(X @ w + b, y, self.measure, self.share, weight)
+            self.rule = SHARE_FEASIBLE
+            if bool(found):
+                return threshold, None
+            self.rule = TRAINING_CLOSEST
+            return best_cut(X @ w + b, y, self.measure, weight)
         if self.share is not None:
             return threshold_at_share(X @ w + b, self.share, weight), None
         return best_cut(X @ w + b, y, self.measure, weight)
@@ -238,11 +257,10 @@ class BinaryTask:
         Tuned on the training rows, the training value is the best cut's own.
         """
         best = None
-        if isinstance(self.measure, ConstrainedMeasure):  # the model's own threshold: see train()
-            share = None
-        if share is not None:
-            X, _, weight = self.tune
-            b = b - threshold_at_share(X @ w + b, share, weight)
+        if share is not None:  # the selection's share so far; the task's own share and rule stay as they were
+            kept, self.share = (self.share, self.rule), share
+            b = b - self._cut(w, b)[0]
+            self.share, self.rule = kept
         elif self.tune_threshold:
             threshold, best = self._cut(w, b)
             b = b - threshold
@@ -335,11 +353,10 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
         selection = selector.chosen(result.state.algorithm)
         held_out = selector.held_out_predictions(result.state.algorithm)
         algorithm, loss, report = selection.algorithm, selection.loss, selection.report()
-        # Under rate constraints the model's threshold is the best feasible one on its training rows:
-        # carried over by positive share, a threshold that met precision ≥ 0.75 exactly on a9a's
-        # held-out rows (0.750) gave 0.730 on the training rows and 0.727 on the test file; tuned
-        # on the training rows, 0.750 and 0.744 (recall 0.54 against 0.58 that broke the bound).
-        task.share = None if isinstance(getattr(task, "measure", None), ConstrainedMeasure) else selection.share
+        # Under rate constraints too the threshold is chosen on the out-of-fold scores (the best feasible
+        # there) and carried over by positive share, but to the nearest threshold that also meets the
+        # constraints on the training rows: benchmarks/constraint_threshold_rules.py measured the rules.
+        task.share = selection.share
         if selector.latest and selection.diverged:  # the passes were given: say it stopped short
             result = dataclasses.replace(result, status=NONFINITE, message=(
                 f"diverged in epoch {selection.diverged}: non-finite weights; kept epoch {selection.epochs}"))
@@ -350,6 +367,9 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
         _check_progress(result, algorithm)
     w, b = result.weights
     threshold = task.threshold(w, b)
+    if isinstance(getattr(task, "measure", None), ConstrainedMeasure) and task.tune_threshold:
+        task.rule = task.rule if selector is not None else (
+            TUNED_FEASIBLE if task.tune is task.train else TUNED_FEASIBLE_HELD_OUT)
     b_host = to_numpy(b).astype(np.float64)
     seconds = time.perf_counter() - started - record_seconds + (resume.seconds if resume else 0.0)
     return Trained(to_numpy(w).astype(np.float64), float(b_host) if b_host.ndim == 0 else b_host, threshold,
@@ -487,13 +507,18 @@ def fit(
     ``constraints`` (binary only) are rate constraints, ``"precision>=0.9"``, ``"fpr<=0.01"``
     (:mod:`calopt.constraints`): the measure is then maximised subject to them. Settings
     are chosen on held-out rows by the measure at the best threshold that satisfies the
-    constraints there (or the closest to feasible when none does); the model's threshold
-    is then the best feasible one on its own training rows (not carried over by positive
-    share: that broke precision bounds on a9a, see the note in :func:`train`), or on the
-    held-out part with ``select="none"`` and an algorithm that holds one out;
+    constraints there (or the closest to feasible when none does). The model's threshold
+    is chosen on rows the weights did not see: the best feasible one on the chosen
+    candidate's out-of-fold scores, carried over by its positive share to the nearest
+    threshold that meets the constraints on the training rows too (none does: the closest
+    to feasible there); ``model.options["threshold_rule"]`` says which, and the message says
+    when no threshold met the constraints on the held-out rows. With ``select="none"`` it is
+    the best feasible one on the training rows, or on the held-out part of an algorithm that
+    holds one out;
     ``algorithm="constrained"`` trains the weights by the Lagrangian primal-dual solver,
     the default (``lbfgs``) is the plug-in route. ``model.options["constraints"]`` holds each
-    constraint's value on the training (and ``eval_set``) rows and whether it holds there;
+    constraint's value on the training, held-out (``validation``: the out-of-fold predictions)
+    and ``eval_set`` rows and whether it holds there;
     ``model.message`` says which are not met on the training data.
 
     ``cluster`` (a ``distributed.Client`` or a scheduler address) trains on a Dask cluster,
@@ -662,7 +687,11 @@ def _fit_binary(data: Prepared, classes: tuple[Any, Any], measure: Measure, algo
                     entry["best"] = report_best(entry, w, b_raw, task.train)
                     entry["jointly"] = bool(jointly)
         unmet = [unmet_message(entry) for entry in report if not entry["satisfied"]]
-        constrained = {"constraints": report}
+        if trained.selection is not None:  # its value is the objective's among feasible thresholds
+            trained.selection["measure"] = measure.spec
+        if trained.selection is not None and trained.selection["value"] < 0:  # none feasible out of fold
+            unmet.insert(0, held_out_unmet_message(report, trained.selection["rule"]))
+        constrained = {"constraints": report, "threshold_rule": task.rule}
         message = "; ".join(filter(None, [message, *unmet]))
     return LinearModel(
         coef=trained.w / data.scale,

@@ -19,7 +19,10 @@ decision threshold:
 * the model is the best candidate's refit model at its best pass, with the threshold that
   predicts positive the share of its training rows that the best out-of-fold threshold
   predicted positive of the held-out rows (a rate, so it carries over between models
-  whose scores differ in scale, which a raw threshold does not).
+  whose scores differ in scale, which a raw threshold does not); under rate constraints,
+  the nearest such threshold that also meets them on the training rows (the pipeline's
+  ``SHARE_FEASIBLE``: the pooled out-of-fold scores break ties that the refit model's
+  scores keep, so a share can fall across a block of tied scores).
 
 **The one-pass trial** (``select="none"``, what calopt did before): an unset step scale
 is chosen by one pass of each candidate over a stratified subsample, scored on a
@@ -301,7 +304,7 @@ class SelectionState(NamedTuple):
     shares: list  #: the share of held-out rows predicted positive there
     coef: Array  #: (d, candidates): each candidate's refit model at that pass
     intercept: Array  #: (candidates,)
-    predicted: Array  #: (held-out rows, candidates): 1 where the out-of-fold prediction there is positive
+    scores: Array  #: (held-out rows, candidates): the out-of-fold scores there (each row by the model that did not see it)
     best: float  #: the best held-out value so far
     stale: int  #: passes since it last improved
     passes: int  #: passes done
@@ -427,12 +430,12 @@ class Selector:
         keep = xp.asarray(improved, device=self.backend.device)
         coef = xp.where(keep[None, :], xp.concat(refit_w, axis=1), state.coef)
         intercept = xp.where(keep, xp.concat(refit_b), state.intercept)
-        predicted = xp.where(keep[None, :], xp.astype(held_out > thresholds, held_out.dtype), state.predicted)
+        scores = xp.where(keep[None, :], held_out, state.scores)
         best = max(best_values)
         stale = 0 if best > state.best else state.stale + 1
         return state._replace(values=best_values, epochs=epochs, thresholds=best_thresholds, shares=best_shares,
                               coef=coef, intercept=intercept,
-                              predicted=predicted, best=best, stale=stale, diverged=diverged)
+                              scores=scores, best=best, stale=stale, diverged=diverged)
 
     def moved(self, state: SelectionState) -> bool:
         """Whether any model of any arm has left w = 0, b = 0 (one host transfer)."""
@@ -498,7 +501,7 @@ class Selector:
     def win_probability(self, state: SelectionState, first: int, second: int) -> float:
         """:func:`win_probability` of candidate ``first`` over ``second`` on the held-out rows, each
         with its best pass's out-of-fold predictions."""
-        predicted = to_numpy(state.predicted)
+        predicted = to_numpy(state.scores) > np.asarray(state.thresholds)[None, :]
         return win_probability(to_numpy(self.y_held), predicted[:, first], predicted[:, second], self.measure,
                                None if self.w_held is None else to_numpy(self.w_held))
 
@@ -511,8 +514,14 @@ class Selector:
         """The held-out labels (±1), the chosen candidate's out-of-fold predictions there (±1) and
         the rows' weights (or None), on the backend: what the held-out rates are computed from."""
         xp = namespace(self.y_held)
-        positive = state.predicted[:, self.best_index(state)] > 0
+        index = self.best_index(state)
+        positive = state.scores[:, index] > state.thresholds[index]
         return self.y_held, xp.where(positive, xp.ones_like(self.y_held), -xp.ones_like(self.y_held)), self.w_held
+
+    def held_out_scores(self, state: SelectionState) -> tuple[Array, Array, Array | None]:
+        """The held-out labels (±1), the chosen candidate's out-of-fold scores at its best pass (each
+        row scored by the fold model that did not see it) and the rows' weights (or None), on the backend."""
+        return self.y_held, state.scores[:, self.best_index(state)], self.w_held
 
     def share(self, state: SelectionState) -> float | None:
         """The chosen candidate's share of held-out rows predicted positive (None before any pass

@@ -13,7 +13,7 @@ from typing import Any
 from calopt.backends import device, namespace, to_numpy
 from calopt.measures import Measure
 
-__all__ = ["best_cut", "best_threshold", "positive_share", "threshold_at_share"]
+__all__ = ["best_cut", "best_threshold", "feasible_threshold_at_share", "positive_share", "threshold_at_share"]
 
 
 Array = Any
@@ -92,6 +92,36 @@ def threshold_at_share(scores: Array, share: float, weight: Array | None = None)
     padded = xp.concat([sorted_scores[:1] + 1.0, sorted_scores, sorted_scores[-1:] - 1.0])
     high, low = xp.unstack(xp.take(padded, xp.stack([k, k + 1])))
     return xp.where(k == 0, high, xp.where(k == n, low, (high + low) / 2))
+
+
+def feasible_threshold_at_share(scores: Array, y: Array, measure: Any, share: float,
+                                weight: Array | None = None) -> tuple[Array, Array]:
+    """The threshold nearest the positive ``share`` among those at which every constraint of
+    ``measure`` (a :class:`~calopt.constraints.ConstrainedMeasure`) holds on (``scores``, labels
+    ``y`` ±1), and whether any does (0-d arrays on the scores' device).
+
+    Cuts as :func:`threshold_at_share` makes them (ties between shares go to the cut with
+    fewer positive predictions); where no cut is feasible the threshold is meaningless and
+    the flag is False.
+    """
+    xp = namespace(scores, y)
+    n = scores.shape[0]
+    order = xp.argsort(-scores, stable=True)
+    sorted_scores = xp.take(scores, order)
+    positive = xp.take(y, order) > 0
+    mass = xp.ones_like(sorted_scores) if weight is None else xp.take(weight, order)
+    zero = xp.zeros_like(mass)
+    tp = xp.cumulative_sum(xp.where(positive, mass, zero), include_initial=True)
+    fp = xp.cumulative_sum(xp.where(positive, zero, mass), include_initial=True)
+    n_pos, n_neg = tp[-1], fp[-1]
+    above = (tp + fp) / (n_pos + n_neg)  # share above cut k, k = 0..n
+    edge = xp.ones((1,), dtype=xp.bool, device=device(scores))
+    distinct = xp.concat([edge, sorted_scores[:-1] > sorted_scores[1:], edge])
+    allowed = distinct & measure.feasible(tp, fp, n_neg - fp, n_pos - tp, xp=xp)
+    k = xp.argmin(xp.where(allowed, xp.abs(above - share), xp.full_like(above, xp.inf)))
+    padded = xp.concat([sorted_scores[:1] + 1.0, sorted_scores, sorted_scores[-1:] - 1.0])
+    high, low = xp.unstack(xp.take(padded, xp.stack([k, k + 1])))
+    return xp.where(k == 0, high, xp.where(k == n, low, (high + low) / 2)), xp.any(allowed)
 
 
 def best_threshold(scores: Array, y: Array, measure: Measure, weight: Array | None = None) -> tuple[float, float]:
