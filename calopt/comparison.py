@@ -73,7 +73,8 @@ class MethodRun:
     note: str = ""
     #: The warnings the method raised while it trained (first line of each, once).
     warnings: list[str] = dataclasses.field(default_factory=list)
-    #: With constraints: ``{"constraint", "test", "satisfied"}`` for each, on the test rows.
+    #: With constraints: ``{"constraint", "test", "satisfied", "error", "within_error"}`` for each, on
+    #: the test rows (``error``: two standard errors of the rate there).
     constraints: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
@@ -140,13 +141,15 @@ def _scorer(spec: str, positive: Any) -> Any:
 
 def _test_constraints(constraints: tuple[RateConstraint, ...], y_test: np.ndarray, predicted: np.ndarray,
                       positive: Any) -> list[dict[str, Any]]:
-    """Each constraint's value on the test rows, and whether it holds there."""
+    """Each constraint's value on the test rows, whether it holds there, and the test rows'
+    sampling error (:meth:`~calopt.constraints.RateConstraint.judge`)."""
     truth = np.where(y_test == positive, 1.0, -1.0)
     said = np.where(predicted == positive, 1.0, -1.0)
     entries = []
     for constraint in constraints:
-        value = constraint.evaluate(truth, said, xp=np)
-        entries.append({"constraint": constraint.spec, "test": value, "satisfied": constraint.holds(value)})
+        judged = constraint.judge(truth, said, xp=np)
+        entries.append({"constraint": constraint.spec, "test": judged["value"], "satisfied": judged["satisfied"],
+                        "error": judged["error"], "within_error": judged["within_error"]})
     return entries
 
 

@@ -91,6 +91,20 @@ class RateConstraint:
         """The rate of ``predictions`` (±1) against labels ``y`` (±1), as a float."""
         return float(self.value(*confusion_counts(y, predictions, xp=xp, dtype=y.dtype, weight=weight), xp=xp))
 
+    def judge(self, y: Array, predictions: Array, *, xp: Any, weight: Array | None = None) -> dict[str, Any]:
+        """The rate of ``predictions`` on rows the model did not train on, and whether it holds
+        there: ``value``, ``satisfied`` (strictly), ``error`` (two standard errors of the rate as
+        a share of the rows it counts, 2·√(r(1−r)/m): the rows' sampling error; None when it
+        counts none) and ``within_error`` (holds, or misses the bound by at most ``error``).
+        """
+        counts = confusion_counts(y, predictions, xp=xp, dtype=y.dtype, weight=weight)
+        value = float(self.value(*counts, xp=xp))
+        rows = float(sum(c * k for c, k in zip(RATES[self.rate][1], counts) if c))
+        error = 2 * math.sqrt(value * (1 - value) / rows) if rows > 0 else None
+        miss = self.bound - value if self.lower else value - self.bound
+        return {"value": value, "satisfied": self.holds(value), "error": error,
+                "within_error": self.holds(value) or (error is not None and miss <= error)}
+
 
 def parse_constraint(spec: Any) -> RateConstraint:
     """``"precision>=0.9"`` as a :class:`RateConstraint`; bad text is a one-line ParameterError."""

@@ -16,7 +16,8 @@ from calopt.io import datasets
 from calopt.io.files import train_test_split
 from calopt.io.labels import label_text
 from calopt_cli.options import ConstraintOpt, JsonOpt, MeasureOpt, PlotOpt, PositiveOpt, echo_json
-from calopt_cli.training import CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, load_dataset, reading
+from calopt_cli.training import (WITHIN_ERROR_NOTE, CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt,
+                                 constraint_mark, load_dataset, reading)
 
 __all__ = ["compare"]
 
@@ -97,12 +98,15 @@ def compare(
     for header in (f"test {result.measure}", "TPR", "TNR", *(c.spec for c in constraints), "fit s", "passes"):
         table.add_column(escape(header), justify="right")
     for run in result.runs:
-        held = [f"{entry['test']:.4f} {'✓' if entry['satisfied'] else '✗'}" for entry in run.constraints]
+        held = [f"{entry['test']:.4f} {constraint_mark(entry['satisfied'], entry['within_error'])}"
+                for entry in run.constraints]
         table.add_row(escape(run.method), f"{run.value:.4f}", f"{run.tpr:.4f}", f"{run.tnr:.4f}", *held,
                       f"{run.seconds:.2f}", f"{run.passes:g}")
     table.caption = escape(f"trained on {train_set.source} ({result.n_train:,} rows), tested on {result.n_test:,} "
                            f"rows; positive label {label_text(result.positive)} ({result.test_positive_rate:.1%} "
-                           f"of the test rows)")
+                           f"of the test rows)" + (f"\n{WITHIN_ERROR_NOTE}" if any(
+                               not e["satisfied"] and e["within_error"] for run in result.runs
+                               for e in run.constraints) else ""))
     console = Console()
     console.print(table)
     if plot is not None:

@@ -240,17 +240,32 @@ def _summary_table(title: str, rows: list[tuple[str, dict[str, Any]]], measure: 
     return table
 
 
+#: Under a table of constraint values on rows the model did not train on.
+WITHIN_ERROR_NOTE = "≈: misses the bound by less than two standard errors of the rate on those rows"
+
+
+def constraint_mark(satisfied: bool, within_error: bool = False) -> str:
+    """✓ holds, ≈ misses by less than the rows' sampling error (two standard errors), ✗ misses."""
+    return "✓" if satisfied else "≈" if within_error else "✗"
+
+
 def _constraints_table(entries: list[dict[str, Any]]) -> Table:
-    """One row per constraint: its value on each data set reported, and whether it holds on each."""
+    """One row per constraint: its value on each data set reported, and whether it holds on each
+    (on held-out and test rows, ≈ for a miss within their sampling error)."""
     splits = [split for split in ("train", "validation", "test") if split in entries[0]]
     table = Table(title="constraints")
     table.add_column("constraint")
     for split in splits:
         table.add_column("held-out" if split == "validation" else split, justify="right")
+    marks = []
     for entry in entries:
-        marks = {split: entry["satisfied" if split == "train" else f"{split}_satisfied"] for split in splits}
-        table.add_row(entry["constraint"], *(f"{entry[split]:.4f} {'✓' if marks[split] else '✗'}"
-                                             for split in splits))
+        row = [constraint_mark(entry["satisfied"]) if split == "train" else
+               constraint_mark(entry[f"{split}_satisfied"], entry.get(f"{split}_within_error", False))
+               for split in splits]
+        marks.extend(row)
+        table.add_row(entry["constraint"], *(f"{entry[split]:.4f} {mark}" for split, mark in zip(splits, row)))
+    if "≈" in marks:
+        table.caption = WITHIN_ERROR_NOTE
     return table
 
 

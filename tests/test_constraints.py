@@ -229,7 +229,8 @@ def test_report_has_train_validation_and_test_values():
     model = calopt.fit(X[:900], y[:900], measure="recall", constraints=["precision>=0.7"],
                        eval_set=(X[900:], y[900:]), seed=0)
     entry, = model.options["constraints"]
-    assert set(entry) >= {"constraint", "train", "validation", "test", "satisfied", "test_satisfied"}
+    assert set(entry) >= {"constraint", "train", "validation", "test", "satisfied", "test_satisfied", "test_error",
+                          "test_within_error", "validation_error", "validation_within_error"}
     # chosen on the out-of-fold scores, the threshold is carried over to one that is feasible on the
     # training rows too: the constraint holds there
     assert entry["satisfied"] and entry["train"] >= 0.7
@@ -239,6 +240,51 @@ def test_report_has_train_validation_and_test_values():
     counts = confusion_counts(y[900:], predictions, xp=np)
     assert entry["test"] == pytest.approx(float(counts[0] / (counts[0] + counts[1])))
     assert model.measure == "tpr"
+
+
+@pytest.mark.parametrize("spec, rows, value, within", [
+    ("precision>=0.75", 100, 0.74, True),  # misses by 0.01 < 2·√(0.74·0.26/100) = 0.0877
+    ("precision>=0.9", 100, 0.74, False),  # by 0.16
+    ("precision>=0.75", 10_000, 0.74, False),  # 2 SE = 0.0088 < 0.01
+    ("fpr<=0.05", 400, 0.06, True),  # 2·√(0.06·0.94/400) = 0.0237
+    ("fpr<=0.05", 400, 0.04, True),  # holds
+])
+def test_a_miss_within_the_rows_sampling_error_is_told_apart(spec, rows, value, within):
+    """judge(): the rate, strict satisfaction, and 2·√(r(1−r)/m) over the m rows the rate is a share
+    of (predicted positives for precision, negatives for FPR), computed here from the counts."""
+    constraint = parse_constraint(spec)
+    hits = round(value * rows)
+    if constraint.rate == "precision":  # `rows` predicted positive, `hits` of them right, 50 more negatives
+        y = np.r_[np.ones(hits), -np.ones(rows - hits), -np.ones(50)]
+        predictions = np.r_[np.ones(rows), -np.ones(50)]
+    else:  # `rows` negatives, `hits` of them predicted positive, 30 positives
+        y = np.r_[-np.ones(rows), np.ones(30)]
+        predictions = np.r_[np.ones(hits), -np.ones(rows - hits), np.ones(30)]
+    judged = constraint.judge(y, predictions, xp=np)
+    assert judged["value"] == pytest.approx(value)
+    assert judged["satisfied"] == constraint.holds(value)
+    assert judged["error"] == pytest.approx(2 * math.sqrt(value * (1 - value) / rows))
+    assert judged["within_error"] is within
+
+
+def test_the_table_marks_a_miss_within_error_and_says_what_the_mark_means():
+    from rich.console import Console
+
+    from calopt_cli.training import _constraints_table
+
+    entries = [{"constraint": "precision>=0.75", "train": 0.76, "satisfied": True, "test": 0.744,
+                "test_satisfied": False, "test_error": 0.016, "test_within_error": True},
+               {"constraint": "tpr>=0.5", "train": 0.6, "satisfied": True, "test": 0.40,
+                "test_satisfied": False, "test_error": 0.02, "test_within_error": False}]
+    console = Console(width=100, record=True)
+    console.print(_constraints_table(entries))
+    text = console.export_text()
+    assert "0.7440 ≈" in text and "0.4000 ✗" in text and "0.7600 ✓" in text
+    assert "misses the bound by less than two standard errors" in " ".join(text.split())
+    entries[0]["test_within_error"] = False
+    console = Console(width=100, record=True)
+    console.print(_constraints_table(entries))
+    assert "≈" not in console.export_text()
 
 
 def _best_feasible_cut(scores, y, bound):

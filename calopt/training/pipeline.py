@@ -385,13 +385,13 @@ def constraint_report(constraints: tuple[RateConstraint, ...], w: Array, b: Arra
     The held-out values are those of the ``validation`` rows (the plug-in's held-out part), or of the
     settings selection's out-of-fold predictions ``held_out`` (labels, predictions ±1, weights).
     """
-    def rates(X: Any, y: Array, weight: Array | None) -> list[float]:
+    def rates(X: Any, y: Array, weight: Array | None) -> list[dict[str, Any]]:
         xp = namespace(y)
         predictions = xp.where(X @ w + b > 0, xp.ones_like(y), -xp.ones_like(y))
         return rates_of(y, predictions, weight)
 
-    def rates_of(y: Array, predictions: Array, weight: Array | None) -> list[float]:
-        return [constraint.evaluate(y, predictions, xp=namespace(y), weight=weight) for constraint in constraints]
+    def rates_of(y: Array, predictions: Array, weight: Array | None) -> list[dict[str, Any]]:
+        return [constraint.judge(y, predictions, xp=namespace(y), weight=weight) for constraint in constraints]
 
     values = {"train": rates(*train)}
     if held_out is not None:
@@ -402,11 +402,14 @@ def constraint_report(constraints: tuple[RateConstraint, ...], w: Array, b: Arra
         values["test"] = rates(*test)
     report = []
     for k, constraint in enumerate(constraints):
-        entry = {"constraint": constraint.spec, **{split: column[k] for split, column in values.items()}}
-        entry["satisfied"] = constraint.holds(entry["train"])
-        for split in ("validation", "test"):
-            if split in entry:
-                entry[f"{split}_satisfied"] = constraint.holds(entry[split])
+        entry = {"constraint": constraint.spec, **{split: column[k]["value"] for split, column in values.items()}}
+        entry["satisfied"] = values["train"][k]["satisfied"]
+        for split in ("validation", "test"):  # rows the weights did not see: with their sampling error
+            if split in values:
+                judged = values[split][k]
+                entry[f"{split}_satisfied"] = judged["satisfied"]
+                entry[f"{split}_error"] = judged["error"]
+                entry[f"{split}_within_error"] = judged["within_error"]
         report.append(entry)
     return report
 
