@@ -3,20 +3,23 @@
 What changes against the in-memory pipeline (:mod:`calopt.training.pipeline`), each a choice:
 
 1. A first pass (:func:`calopt.io.stream.survey`) counts the rows and classes and finds
-   the max-abs scaling, and keeps a uniform sample of at most :data:`SAMPLE_ROWS` rows.
+   the max-abs scaling, and keeps a seeded uniform sample of the rows (bottom-k on random
+   keys): the :data:`SAMPLE_ROWS` with the smallest keys for the step trial, the
+   :data:`THRESHOLD_ROWS` with the smallest keys (a superset) for the threshold.
 2. Settings are chosen as with ``select="none"``: the algorithm's step scale by the
    one-pass trial (:func:`~calopt.training.selection.choose_settings`) on that sample
    (the trial uses at most 2 × 20 000 rows in memory as well), and ``epochs`` passes
    (default 10). Cross-fitting and the held-out early stopping need the rows in memory
    for every fold model, so ``select="cv:K"``/``"holdout:F"`` are refused on a stream.
 3. The loop reads the stream through :class:`~calopt.io.stream.StreamReader`: parts in
-   a seeded random order and a bounded shuffle buffer.
-4. The threshold is tuned on the training rows' scores (one more pass; the scores are
-   O(n) numbers, held in memory): all of them up to :data:`THRESHOLD_ROWS`, a seeded
-   uniform sample of that many beyond, for every algorithm including the plug-in, which
-   holds no rows out here. The last history row has the training value there;
-   the per-epoch rows have the time and the rows per second, not the training value
-   (it would cost a pass per epoch).
+   a seeded random order and a bounded shuffle buffer; rows are scaled when served.
+4. The threshold is tuned as ``select="none"`` does in memory, on training rows' scores,
+   with no pass of its own: on the threshold sample the first pass kept (every row up to
+   :func:`threshold_rows`), whose features are held while training; these are rows the
+   weights were trained on, as in memory, not held-out ones. This holds for every
+   algorithm including the plug-in, which holds no rows out here. The last history row has
+   the training value there; the per-epoch rows have the time and the rows per second,
+   not the training value (it would cost a pass per epoch).
 
 The default algorithm is the measure's own stochastic solver (``spade``, ``stamp``), as
 for ``partial_fit``: one pass of it is one read of the data, where L-BFGS (``lbfgs``,
@@ -56,13 +59,21 @@ from calopt.training.selection import TRIAL_ROWS, choose_settings, parse_rule
 from calopt.training.threshold import best_cut
 from calopt.version import __version__
 
-__all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_ROWS", "fit", "fit_chunks", "fit_stream", "partial_fit_chunks"]
+__all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_BYTES", "THRESHOLD_ROWS", "fit", "fit_chunks", "fit_stream",
+           "partial_fit_chunks", "threshold_rows"]
 
 #: Rows the first pass keeps for the step trial (which uses at most 2 × TRIAL_ROWS).
 SAMPLE_ROWS = 3 * TRIAL_ROWS
-#: Training rows whose scores tune the threshold at most (a seeded uniform sample beyond):
-#: the exact cut sorts them and keeps about 15 arrays of their length (1.2 GB at 10⁷ rows).
+#: Training rows whose scores tune the threshold at most: the first pass keeps them (a seeded
+#: uniform sample beyond), so the threshold costs no pass of its own; their features as read
+#: are held while training, at most :data:`THRESHOLD_BYTES` of them (see :func:`threshold_rows`).
 THRESHOLD_ROWS = 1_000_000
+#: The most bytes of features the threshold sample holds (a row's bytes as read: known before
+#: the first pass for an array directory, taken as :data:`ROW_BYTES_GUESS` otherwise).
+THRESHOLD_BYTES = 256 << 20
+ROW_BYTES_GUESS = 1024
+#: Rows of the threshold sample scored at a time (the scaled float64 copy of that many rows).
+SCORE_ROWS = 65_536
 #: The batch of a full-batch algorithm on a stream (its batches only accumulate a pass;
 #: in memory its batch is the whole data).
 STREAM_BATCH_ROWS = 65_536
@@ -110,7 +121,8 @@ def fit_stream(
         raise ParameterError(f"algorithm {algorithm.name!r} reads the data its own way and cannot train on a stream")
     source = chunk_source(source)
     started = time.perf_counter()
-    found = found or survey(source, sample_rows=sample_rows, seed=seed, progress=progress)
+    kept_rows = threshold_rows(source) if tune_threshold else 0
+    found = found or survey(source, sample_rows=max(sample_rows, kept_rows), seed=seed, progress=progress)
     if np.unique(found.labels).size > 2:
         raise DataError(f"{np.unique(found.labels).size} classes; streaming trains two-class problems "
                         f"(train one class against the rest in memory, or relabel)", source="training labels")
@@ -129,10 +141,18 @@ def fit_stream(
     algorithm.check_problem(problem)
     reader = StreamReader(source, found, backend.asarray(y_pm), factors, backend.xp, buffer_rows=buffer_rows,
                           progress=progress)
-    sample = reader.prepared(found.sample)
-    algorithm = choose_settings(algorithm, problem, sample, y_pm[found.sample_index],
-                                np.arange(found.sample_index.size), seed, backend)
-    found.sample = sample = None  # the trial's rows are not needed while training
+    trial = found.bottom(sample_rows)  # the bottom-sample_rows sample of the first pass's keys
+    sample = reader.prepared(found.sample[trial] if trial.size < found.sample_index.size else found.sample)
+    algorithm = choose_settings(algorithm, problem, sample, y_pm[found.sample_index[trial]],
+                                np.arange(trial.size), seed, backend)
+    sample = trial = None  # the trial's scaled rows are not needed while training
+    if tune_threshold:  # the threshold's rows (features as read), all the others released
+        kept = found.bottom(kept_rows)
+        if kept.size < found.sample_index.size:
+            found.sample, found.sample_index, found.sample_keys = (found.sample[kept], found.sample_index[kept],
+                                                                   found.sample_keys[kept])
+    else:
+        found.sample = None
 
     def record(info: EpochRecord) -> dict[str, float]:
         return {"rows_per_second": n * info.epoch / info.seconds if info.seconds > 0 else float("nan")}
@@ -143,11 +163,9 @@ def fit_stream(
         raise TrainingError(f"training made no progress on the stream with {algorithm.spec} (diverged in its first "
                             f"epoch, or the weights are still 0); a smaller step or another loss may help")
     threshold, train_value = 0.0, None
-    if tune_threshold:  # as BinaryTask on the training rows: the best cut of their scores
-        scores, labels = reader.full().X @ w + b, reader.y
-        if n > THRESHOLD_ROWS:  # the cut's sort and sums cost ~15 arrays of its rows: a uniform sample
-            rows = np.sort(np.random.default_rng([seed, 11]).choice(n, THRESHOLD_ROWS, replace=False))
-            scores, labels = scores[rows], labels[rows]
+    if tune_threshold:  # as BinaryTask on the training rows: the best cut of their scores, on the sample
+        scores, labels = _sample_scores(reader, found.sample, w, b), y_pm[found.sample_index]
+        found.sample = None
         cut, best = best_cut(scores, labels, measure)
         threshold, train_value = float(cut), float(best)
         del scores, labels
@@ -169,7 +187,8 @@ def fit_stream(
                  "algorithm_params": algorithm.params, "select": "none",
                  "stream": {"rows": n, "parts": len(found.part_rows), "buffer_rows": buffer_rows,
                             "sample_rows": int(found.sample_index.size), "seekable": source.seekable,
-                            "passes": 1 + result.epochs + (1 if tune_threshold else 0)},
+                            "threshold_rows": int(found.sample_index.size) if tune_threshold else 0,
+                            "passes": 1 + result.epochs},
                  "data": found.reading()},
         history=history,
         fit_seconds=time.perf_counter() - started,
@@ -177,6 +196,23 @@ def fit_stream(
         message=result.message,
         version=__version__,
     )
+
+def threshold_rows(source: ChunkSource) -> int:
+    """The rows of the threshold sample: :data:`THRESHOLD_ROWS`, fewer when their features would
+    exceed :data:`THRESHOLD_BYTES` (10⁷ × 100 float32: 671 088 rows; LIBSVM text: 262 144)."""
+    row_bytes = source.row_bytes or ROW_BYTES_GUESS
+    return int(max(1, min(THRESHOLD_ROWS, THRESHOLD_BYTES // max(1.0, row_bytes))))
+
+
+def _sample_scores(reader: StreamReader, rows: Any, w: np.ndarray, b: Any) -> np.ndarray:
+    """The scores ``X @ w + b`` of the sample's rows scaled as in training, :data:`SCORE_ROWS`
+    rows at a time (one product when fewer: the in-memory pipeline's scores, to the bit)."""
+    n = int(rows.shape[0])
+    if n <= SCORE_ROWS:
+        return reader.prepared(rows) @ w + b
+    return np.concatenate([reader.prepared(rows[start:start + SCORE_ROWS]) @ w + b
+                           for start in range(0, n, SCORE_ROWS)])
+
 
 #: Options of :func:`calopt.fit` that a stream does not take, and their in-memory defaults.
 _IN_MEMORY_ONLY = {"backend": (None, "numpy"), "dtype": (None, "float64"), "device": (None,), "sample_weight": (None,),
