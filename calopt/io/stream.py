@@ -101,8 +101,10 @@ class ChunkSource:
     seekable: bool = False
     #: The number of rows when known before reading (array directories), else None.
     n_rows: int | None = None
-    #: The bytes of a row as read (on average) when known before reading (array directories), else None.
-    row_bytes: float | None = None
+    #: The peak bytes a row of the first pass's sample costs, when known before reading (array
+    #: directories), else None: a dense directory's sample is filled in place (a row's bytes as
+    #: read); a CSR directory's is stacked from its parts at the end of the pass (twice them).
+    sample_row_bytes: float | None = None
 
     def parts(self) -> Iterator[Part]:
         raise NotImplementedError
@@ -319,7 +321,7 @@ class _DenseDirectory(_ArrayDirectory):
             raise DataError(f"{self.source}: X.npy has shape {self.X.shape}; y.npy has {self.n_rows} labels")
         self.format = self.meta.get("format", "npy")
         self.open_width = bool(self.meta.get("open_width", False))
-        self.row_bytes = float(self.X.dtype.itemsize * math.prod(self.X.shape[1:]))
+        self.sample_row_bytes = float(self.X.dtype.itemsize * math.prod(self.X.shape[1:]))
 
     def read(self, index: int) -> Iterator[Part]:
         start, stop = self._rows(index)
@@ -348,8 +350,8 @@ class _CsrDirectory(_ArrayDirectory):
             raise DataError(f"{self.source}: indices and indptr must be integers")
         self.format = self.meta.get("format", "csr")
         self.width = self.meta.get("n_features")
-        self.row_bytes = (self.data.dtype.itemsize + self.indices.dtype.itemsize) * self.data.shape[0] \
-            / max(1, self.n_rows) + 8
+        self.sample_row_bytes = 2 * ((self.data.dtype.itemsize + self.indices.dtype.itemsize) * self.data.shape[0]
+                                     / max(1, self.n_rows) + 8)
 
     def read(self, index: int) -> Iterator[Part]:
         start, stop = self._rows(index)

@@ -68,10 +68,12 @@ SAMPLE_ROWS = 3 * TRIAL_ROWS
 #: uniform sample beyond), so the threshold costs no pass of its own; their features as read
 #: are held while training, at most :data:`THRESHOLD_BYTES` of them (see :func:`threshold_rows`).
 THRESHOLD_ROWS = 1_000_000
-#: The most bytes of features the threshold sample holds (a row's bytes as read: known before
-#: the first pass for an array directory, taken as :data:`ROW_BYTES_GUESS` otherwise).
+#: The most bytes the threshold sample's features take at their peak (see :func:`threshold_rows`).
 THRESHOLD_BYTES = 256 << 20
-ROW_BYTES_GUESS = 1024
+#: The peak bytes of a sample row when the source cannot tell before reading (text, Parquet,
+#: chunks): 1 KiB a row as read, times 2.5 (the part-by-part bottom-k holds up to 1.5 times
+#: the sample and stacks it with the kept rows when it cuts back).
+ROW_BYTES_GUESS = 2.5 * 1024
 #: Rows of the threshold sample scored at a time (the scaled float64 copy of that many rows).
 SCORE_ROWS = 65_536
 #: The batch of a full-batch algorithm on a stream (its batches only accumulate a pass;
@@ -199,8 +201,10 @@ def fit_stream(
 
 def threshold_rows(source: ChunkSource) -> int:
     """The rows of the threshold sample: :data:`THRESHOLD_ROWS`, fewer when their features would
-    exceed :data:`THRESHOLD_BYTES` (10⁷ × 100 float32: 671 088 rows; LIBSVM text: 262 144)."""
-    row_bytes = source.row_bytes or ROW_BYTES_GUESS
+    take more than :data:`THRESHOLD_BYTES` at their peak (``source.sample_row_bytes``, else
+    :data:`ROW_BYTES_GUESS`): a dense float32 ``X.npy`` of 100 columns, 671 088 rows; a CSR
+    directory of 50 nonzeros a row, 220 752; text, 104 857)."""
+    row_bytes = source.sample_row_bytes or ROW_BYTES_GUESS
     return int(max(1, min(THRESHOLD_ROWS, THRESHOLD_BYTES // max(1.0, row_bytes))))
 
 
