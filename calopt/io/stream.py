@@ -592,8 +592,8 @@ def _part_max_abs(X: Any, source: str, first_row: int) -> np.ndarray:
     return part_max
 
 
-def _bottom_index(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
-    """The row numbers (increasing) of the ``k`` smallest of ``n`` keys ``rng.random`` draws in
+def _bottom_index(rng: np.random.Generator, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The row numbers (increasing), and their keys, of the ``k`` smallest of ``n`` keys ``rng.random`` draws in
     order, drawn a block at a time (the same keys as drawn part by part: a generator's
     stream does not depend on how its draws are split), holding O(k + block) keys."""
     block, bound = max(1 << 20, k), np.inf
@@ -676,7 +676,9 @@ def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
     """The first pass: counts, width, index base, max-abs scaling and a uniform row sample.
 
     The sample keeps the rows with the ``sample_rows`` smallest seeded random keys
-    (bottom-k sampling, :class:`_BottomK`); ``Survey.sample_keys`` are their keys, so
+    (bottom-k sampling: chosen from the keys alone before the pass when the source knows its
+    row count, :func:`_bottom_index`, else part by part, :class:`_BottomK`; the same rows
+    either way); ``Survey.sample_keys`` are their keys, so
     the rows with the m < ``sample_rows`` smallest of them are the bottom-m sample.
     ``progress(rows, "survey")`` is called after each part.
     """

@@ -5,7 +5,7 @@ What changes against the in-memory pipeline (:mod:`calopt.training.pipeline`), e
 1. A first pass (:func:`calopt.io.stream.survey`) counts the rows and classes and finds
    the max-abs scaling, and keeps a seeded uniform sample of the rows (bottom-k on random
    keys): the :data:`SAMPLE_ROWS` with the smallest keys for the step trial, the
-   :data:`THRESHOLD_ROWS` with the smallest keys (a superset) for the threshold.
+   :func:`threshold_rows` with the smallest keys (a superset) for the threshold.
 2. Settings are chosen as with ``select="none"``: the algorithm's step scale by the
    one-pass trial (:func:`~calopt.training.selection.choose_settings`) on that sample
    (the trial uses at most 2 × 20 000 rows in memory as well), and ``epochs`` passes
@@ -144,6 +144,7 @@ def fit_stream(
     reader = StreamReader(source, found, backend.asarray(y_pm), factors, backend.xp, buffer_rows=buffer_rows,
                           progress=progress)
     trial = found.bottom(sample_rows)  # the bottom-sample_rows sample of the first pass's keys
+    trial_rows = int(trial.size)
     sample = reader.prepared(found.sample[trial] if trial.size < found.sample_index.size else found.sample)
     algorithm = choose_settings(algorithm, problem, sample, y_pm[found.sample_index[trial]],
                                 np.arange(trial.size), seed, backend)
@@ -188,7 +189,7 @@ def fit_stream(
                  "dtype": backend.dtype_name, "scale": scale, "tune_threshold": tune_threshold,
                  "algorithm_params": algorithm.params, "select": "none",
                  "stream": {"rows": n, "parts": len(found.part_rows), "buffer_rows": buffer_rows,
-                            "sample_rows": int(found.sample_index.size), "seekable": source.seekable,
+                            "sample_rows": trial_rows, "seekable": source.seekable,
                             "threshold_rows": int(found.sample_index.size) if tune_threshold else 0,
                             "passes": 1 + result.epochs},
                  "data": found.reading()},
@@ -198,6 +199,7 @@ def fit_stream(
         message=result.message,
         version=__version__,
     )
+
 
 def threshold_rows(source: ChunkSource) -> int:
     """The rows of the threshold sample: :data:`THRESHOLD_ROWS`, fewer when their features would
