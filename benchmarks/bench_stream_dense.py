@@ -24,6 +24,9 @@ The time to the target is the wall time of the first run of each method that rea
 it (scikit-learn's include loading X into memory); test values are compared to six
 decimals (to four, LogisticRegression's own rounded value could exceed it). Results go to
 ``benchmarks/results/stream_dense.json``.
+
+``python benchmarks/bench_stream_dense.py threshold-check DIR`` prints what the threshold
+sample costs in test value (see :func:`threshold_check`).
 """
 
 from __future__ import annotations
@@ -151,6 +154,38 @@ def run(directory: Path, measure_name: str, max_passes: int, skip_sklearn: bool)
     print(json.dumps(report["time_to_target"]))
 
 
+def threshold_check(directory: Path, measure_name: str, epochs: int) -> None:
+    """How much the threshold sample costs: the ``epochs``-pass streamed model's test value at
+    its own threshold (tuned on the first pass's sample), at the threshold tuned on every
+    training row's score (one more pass, timed: what an exact cut on all rows would cost) and
+    on seeded uniform samples of several sizes; the weights are the same throughout."""
+    import calopt
+    from calopt.io.stream import open_stream
+    from calopt.training.threshold import best_cut
+
+    measure = calopt.registry.get_measure(measure_name)
+    model = calopt.fit(open_stream(directory / "train"), measure=measure_name, epochs=epochs, seed=0)
+    w, b = model.coef, model.intercept + model.threshold  # the scores before the threshold
+    test = np.load(directory / "test.npz")
+    test_scores, y_test = test["X"].astype(np.float64) @ w + b, test["y"]
+    started = time.perf_counter()
+    X = np.load(directory / "train" / "X.npy", mmap_mode="r")
+    scores = np.concatenate([np.asarray(X[i:i + 500_000], dtype=np.float64) @ w + b
+                             for i in range(0, X.shape[0], 500_000)])
+    seconds = time.perf_counter() - started
+    y = np.where(np.load(directory / "train" / "y.npy") > 0, 1.0, -1.0)
+    print(f"model threshold (its sample of {model.options['stream']['threshold_rows']:,} rows): "
+          f"test {_value(measure, test_scores - model.threshold, y_test):.6f}")
+    print(f"scoring every training row: {seconds:.1f} s")
+    for rows in [*(size for size in (671_088, 2_000_000) if size < y.size), y.size]:
+        values = []
+        for seed in range(5 if rows < y.size else 1):
+            chosen = np.random.default_rng(seed).choice(y.size, rows, replace=False) if rows < y.size else slice(None)
+            cut = float(best_cut(scores[chosen], y[chosen], measure)[0])
+            values.append(round(_value(measure, test_scores - cut, y_test), 6))
+        print(f"threshold on {rows:,} training rows (seeds 0-4): test {values}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -163,9 +198,15 @@ def main() -> None:
     bench.add_argument("--measure", default="gmean")
     bench.add_argument("--max-passes", type=int, default=5)
     bench.add_argument("--skip-sklearn", action="store_true")
+    check = commands.add_parser("threshold-check", help=threshold_check.__doc__.split(":")[0])
+    check.add_argument("directory", type=Path)
+    check.add_argument("--measure", default="gmean")
+    check.add_argument("--epochs", type=int, default=1)
     args = parser.parse_args()
     if args.command == "generate":
         generate(args.directory, args.rows, args.seed)
+    elif args.command == "threshold-check":
+        threshold_check(args.directory, args.measure, args.epochs)
     else:
         run(args.directory, args.measure, args.max_passes, args.skip_sklearn)
 
