@@ -500,3 +500,62 @@ def test_the_sampled_threshold_is_the_brute_force_best_on_the_sample(monkeypatch
     best = max(gmean(cut) for cut in cuts)
     assert gmean(model.threshold) == pytest.approx(best, abs=1e-12)
     assert model.history[-1]["train"] == pytest.approx(best, abs=1e-12)
+
+
+def test_scaling_folded_into_the_weights_gives_the_scaled_scores():
+    """X @ (w / scale) + b (rows as read, float32 included) equals (X / scale) @ w + b to 1e-12."""
+    from calopt.training.stream import folded_scores
+
+    X, _ = _data(5000)
+    rng = np.random.default_rng(2)
+    w, scale = rng.normal(size=X.shape[1]), np.abs(rng.normal(size=X.shape[1])) + 0.1
+    for rows in (X, X.astype(np.float32), sp.csr_matrix(X)):
+        expected = _dense(rows).astype(np.float64) / scale @ w + 0.3
+        np.testing.assert_allclose(folded_scores(rows, w, 0.3, scale), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_memory_mapped_arrays_get_the_exact_cut_of_every_row(tmp_path, monkeypatch):
+    """With a sample smaller than the data, an array directory's threshold is best_cut's on every
+    training row's score (one more pass, a window of scores), not the sample's."""
+    import calopt.training.stream as streaming
+    from calopt.training.threshold import best_cut
+
+    monkeypatch.setattr(streaming, "THRESHOLD_ROWS", 300)
+    monkeypatch.setattr(streaming, "WINDOW_SHARE", 0.5)  # wide enough for 300 sampled rows
+    X, y = _data(3000)
+    source = open_stream(_npy_directory(tmp_path / "d", X.astype(np.float32), y), part_rows=256)
+    model = fit_stream(source, measure="gmean", epochs=2, seed=1)
+    assert model.options["stream"]["exact_threshold"] and model.options["stream"]["passes"] == 4
+    X64 = X.astype(np.float32).astype(np.float64)
+    scores = X64 @ model.coef + model.intercept + model.threshold  # every row, before the threshold
+    cut, best = best_cut(scores, np.where(y > 0, 1.0, -1.0), calopt.registry.get_measure("gmean"))
+    assert model.threshold == pytest.approx(float(cut), rel=1e-9)
+    assert model.history[-1]["train"] == pytest.approx(float(best), abs=1e-12)
+    sampled = fit_stream([(X64, y)], measure="gmean", epochs=2, seed=1)  # chunks: the sample's cut
+    assert not sampled.options["stream"]["exact_threshold"]
+
+
+def test_the_exact_cut_gives_up_at_the_edge_of_its_window(tmp_path):
+    """A sample cut far from the best one puts the best of the window at its edge: None (the
+    sample's cut is kept), never a cut the window cannot vouch for."""
+    from calopt.training.stream import window_cut
+
+    X, y = _data(3000)
+    source = open_stream(_npy_directory(tmp_path / "d", X, y), part_rows=500)
+    found = survey(source)
+    reader = StreamReader(source, found, np.where(y > 0, 1.0, -1.0), found.max_abs, np)
+    w = np.zeros(X.shape[1])
+    w[0], w[1] = 1.0, -0.7
+    scores = X / found.max_abs @ w
+    measure = calopt.registry.get_measure("gmean")
+    assert window_cut(reader, w, 0.0, measure, scores, float(scores.max())) is None
+    cut, best = best_cut_of(scores, y, measure)
+    found_cut = window_cut(reader, w, 0.0, measure, scores, cut)
+    assert found_cut is not None and found_cut[1] == pytest.approx(best, abs=1e-12)
+
+
+def best_cut_of(scores, y, measure):
+    from calopt.training.threshold import best_cut
+
+    cut, best = best_cut(scores, np.where(y > 0, 1.0, -1.0), measure)
+    return float(cut), float(best)

@@ -13,11 +13,13 @@ What changes against the in-memory pipeline (:mod:`calopt.training.pipeline`), e
    for every fold model, so ``select="cv:K"``/``"holdout:F"`` are refused on a stream.
 3. The loop reads the stream through :class:`~calopt.io.stream.StreamReader`: parts in
    a seeded random order and a bounded shuffle buffer; rows are scaled when served.
-4. The threshold is tuned as ``select="none"`` does in memory, on training rows' scores,
-   with no pass of its own: on the threshold sample the first pass kept (every row up to
-   :func:`threshold_rows`), whose features are held while training; these are rows the
-   weights were trained on, as in memory, not held-out ones. This holds for every
-   algorithm including the plug-in, which holds no rows out here. The last history row has
+4. The threshold is tuned as ``select="none"`` does in memory, on the training rows'
+   scores (rows the weights were trained on, not held-out ones), for every algorithm
+   including the plug-in, which holds no rows out here: first on the threshold sample the
+   first pass kept (every row up to :func:`threshold_rows`), whose features are held while
+   training. When the sample is not every row and the source is memory-mapped arrays
+   (cheap to read again), one more pass finds the best cut of every row's score in
+   bounded memory (:func:`window_cut`); text is not parsed again for it. The last history row has
    the training value there; the per-epoch rows have the time and the rows per second,
    not the training value (it would cost a pass per epoch).
 
@@ -35,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from calopt import registry
 from calopt.algorithms import Algorithm, Problem
@@ -60,7 +63,7 @@ from calopt.training.threshold import best_cut
 from calopt.version import __version__
 
 __all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_BYTES", "THRESHOLD_ROWS", "fit", "fit_chunks", "fit_stream",
-           "partial_fit_chunks", "threshold_rows"]
+           "folded_scores", "partial_fit_chunks", "threshold_rows", "window_cut"]
 
 #: Rows the first pass keeps for the step trial (which uses at most 2 × TRIAL_ROWS).
 SAMPLE_ROWS = 3 * TRIAL_ROWS
@@ -166,11 +169,17 @@ def fit_stream(
         raise TrainingError(f"training made no progress on the stream with {algorithm.spec} (diverged in its first "
                             f"epoch, or the weights are still 0); a smaller step or another loss may help")
     threshold, train_value = 0.0, None
+    exact_pass = False
     if tune_threshold:  # as BinaryTask on the training rows: the best cut of their scores, on the sample
         scores, labels = _sample_scores(reader, found.sample, w, b), y_pm[found.sample_index]
         found.sample = None
         cut, best = best_cut(scores, labels, measure)
         threshold, train_value = float(cut), float(best)
+        if scores.size < n and source.n_rows is not None:  # memory-mapped arrays: cheap to read again
+            exact = window_cut(reader, w, b, measure, scores, threshold)
+            exact_pass = True
+            if exact is not None:
+                threshold, train_value = exact
         del scores, labels
     history = [dict(row) for row in result.history]
     if history and train_value is not None:
@@ -191,7 +200,7 @@ def fit_stream(
                  "stream": {"rows": n, "parts": len(found.part_rows), "buffer_rows": buffer_rows,
                             "sample_rows": trial_rows, "seekable": source.seekable,
                             "threshold_rows": int(found.sample_index.size) if tune_threshold else 0,
-                            "passes": 1 + result.epochs},
+                            "exact_threshold": exact_pass, "passes": 1 + result.epochs + exact_pass},
                  "data": found.reading()},
         history=history,
         fit_seconds=time.perf_counter() - started,
@@ -208,6 +217,72 @@ def threshold_rows(source: ChunkSource) -> int:
     directory of 50 nonzeros a row, 220 752; text, 104 857)."""
     row_bytes = source.sample_row_bytes or ROW_BYTES_GUESS
     return int(max(1, min(THRESHOLD_ROWS, THRESHOLD_BYTES // max(1.0, row_bytes))))
+
+
+#: The exact cut's window: the share of the rows around the sample's cut whose scores it keeps,
+#: at most WINDOW_ROWS of them (see :func:`window_cut`).
+WINDOW_SHARE = 0.04
+WINDOW_ROWS = 2_000_000
+
+
+def folded_scores(X: Any, w: np.ndarray, b: Any, scale: np.ndarray) -> np.ndarray:
+    """``(X / scale) @ w + b`` as ``X @ (w / scale) + b``: the scaling folded into the weights, so
+    rows as read (float32 too, made float64 here) are scored without a scaled copy."""
+    folded = w / scale
+    if sp.issparse(X) or X.dtype == np.float64:
+        return X @ folded + b
+    # float32 rows made float64 a block at a time, while in cache
+    return np.concatenate([np.asarray(X[start:start + SCORE_ROWS // 4], dtype=np.float64) @ folded + b
+                           for start in range(0, X.shape[0], SCORE_ROWS // 4)])
+
+
+def window_cut(reader: StreamReader, w: np.ndarray, b: Any, measure: Any, sample_scores: np.ndarray,
+               sample_cut: float) -> tuple[float, float] | None:
+    """The best cut of every training row's score for ``measure``, and its value, with one pass and
+    O(window) memory; None when it may lie outside the window (the sample's cut is then kept).
+
+    The window is the scores between the sample's scores ranked :data:`WINDOW_SHARE`/2 of the
+    sample below and above ``sample_cut`` (at most :data:`WINDOW_ROWS` rows of the data, in
+    expectation). The pass scores each part (:func:`folded_scores`), counts the classes above
+    the window and keeps the scores inside it; every cut between two distinct scores inside
+    is then evaluated from those counts, as :func:`~calopt.training.threshold.best_cut` does on
+    all the scores (the same values at those cuts, the midpoint as the threshold). A best cut
+    at the window's edge is not trusted: the best may be beyond it.
+    """
+    n, y = reader.n_samples, reader.y
+    ranked = np.sort(sample_scores)
+    half = max(1, int(min(WINDOW_SHARE, WINDOW_ROWS / n) / 2 * ranked.size))
+    at = int(np.searchsorted(ranked, sample_cut))
+    low, high = ranked[max(0, at - half)], ranked[min(ranked.size - 1, at + half)]
+    above_positive = above_negative = 0
+    kept_scores, kept_positive = [], []
+    order = range(len(reader.survey.part_rows)) if reader.source.seekable else None
+    for X, start, stop in reader._parts(order, prepare=False):
+        scores, positive = folded_scores(X, w, b, reader.scale), y[start:stop] > 0
+        above, inside = scores > high, (scores >= low) & (scores <= high)
+        above_positive += int(np.count_nonzero(above & positive))
+        above_negative += int(np.count_nonzero(above & ~positive))
+        kept_scores.append(scores[inside])
+        kept_positive.append(positive[inside])
+        if reader.progress is not None:
+            reader.progress(stop, "threshold")
+    scores, positive = np.concatenate(kept_scores), np.concatenate(kept_positive)
+    del kept_scores, kept_positive
+    if scores.size < 2:
+        return None
+    order = np.argsort(-scores, kind="stable")
+    scores, positive = scores[order], positive[order]
+    n_positive = int(np.count_nonzero(y > 0))
+    n_negative = n - n_positive
+    tp = above_positive + np.concatenate([[0], np.cumsum(positive)]).astype(np.float64)
+    fp = above_negative + np.concatenate([[0], np.cumsum(~positive)]).astype(np.float64)
+    values = np.asarray(measure.from_counts(tp, fp, n_negative - fp, n_positive - tp, xp=np), dtype=np.float64)
+    valid = np.concatenate([[True], scores[:-1] > scores[1:], [True]])
+    values = np.where(valid, values, -np.inf)
+    k = int(np.argmax(values))
+    if k == 0 or k == scores.size:  # at an edge of the window: the best may be beyond it
+        return None
+    return float((scores[k - 1] + scores[k]) / 2), float(values[k])
 
 
 def _sample_scores(reader: StreamReader, rows: Any, w: np.ndarray, b: Any) -> np.ndarray:
