@@ -16,8 +16,9 @@ fixed linear score plus logistic noise, about 28% positive (the issue's setting)
 - ``SGDClassifier`` (log loss, 5 passes, in memory, float64) + the same threshold tuning;
 - calopt streaming the memory-mapped directory (``calopt.fit(open_stream(DIR/train))``,
   the measure's own solver, spade for gmean) with 1, 2, 3, ... passes, each a complete
-  run (the first pass, the step trial on its sample, the passes, the threshold on the
-  first pass's sample), until one reaches the target; each run's seconds are also split
+  run (the first pass, the step trial on its sample, the passes, the threshold: the cut
+  on the first pass's sample, then the exact cut of every row's score in one more pass),
+  until one reaches the target; each run's seconds are also split
   into those phases (from the progress and epoch callbacks).
 
 The time to the target is the wall time of the first run of each method that reaches

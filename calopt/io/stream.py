@@ -837,11 +837,12 @@ class StreamReader:
                 yield ready(part.X), start, stop
                 start = stop
 
-    def in_order(self, name: str) -> Iterator[tuple[Any, int, int]]:
-        """Every part in file order (a pass of ``name`` for the progress display)."""
+    def in_order(self, name: str, prepare: bool = True) -> Iterator[tuple[Any, int, int]]:
+        """Every part in file order (a pass of ``name`` for the progress display), scaled, or as
+        read with ``prepare`` false."""
         done = 0
         order = range(len(self.survey.part_rows)) if self.source.seekable else None
-        for X, start, stop in self._parts(order):
+        for X, start, stop in self._parts(order, prepare):
             yield X, start, stop
             done += stop - start
             if self.progress is not None:

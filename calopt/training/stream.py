@@ -256,16 +256,13 @@ def window_cut(reader: StreamReader, w: np.ndarray, b: Any, measure: Any, sample
     low, high = ranked[max(0, at - half)], ranked[min(ranked.size - 1, at + half)]
     above_positive = above_negative = 0
     kept_scores, kept_positive = [], []
-    order = range(len(reader.survey.part_rows)) if reader.source.seekable else None
-    for X, start, stop in reader._parts(order, prepare=False):
+    for X, start, stop in reader.in_order("threshold", prepare=False):
         scores, positive = folded_scores(X, w, b, reader.scale), y[start:stop] > 0
         above, inside = scores > high, (scores >= low) & (scores <= high)
         above_positive += int(np.count_nonzero(above & positive))
         above_negative += int(np.count_nonzero(above & ~positive))
         kept_scores.append(scores[inside])
         kept_positive.append(positive[inside])
-        if reader.progress is not None:
-            reader.progress(stop, "threshold")
     scores, positive = np.concatenate(kept_scores), np.concatenate(kept_positive)
     del kept_scores, kept_positive
     if scores.size < 2:
