@@ -16,11 +16,18 @@ fixed linear score plus logistic noise, about 28% positive (the issue's setting)
 - ``SGDClassifier`` (log loss, 5 passes, in memory, float64) + the same threshold tuning;
 - calopt streaming the memory-mapped directory (``calopt.fit(open_stream(DIR/train))``,
   the measure's own solver, spade for gmean) with 1, 2, 3, ... passes, each a complete
-  run (first pass, the passes, the threshold pass), until one reaches the target.
+  run (the first pass, the step trial on its sample, the passes, the threshold: the cut
+  on the first pass's sample, then the exact cut of every row's score in one more pass),
+  until one reaches the target; each run's seconds are also split
+  into those phases (from the progress and epoch callbacks).
 
 The time to the target is the wall time of the first run of each method that reaches
-it (scikit-learn's include loading X into memory). Results go to
+it (scikit-learn's include loading X into memory); test values are compared to six
+decimals (to four, LogisticRegression's own rounded value could exceed it). Results go to
 ``benchmarks/results/stream_dense.json``.
+
+``python benchmarks/bench_stream_dense.py threshold-check DIR`` prints what the threshold
+sample costs in test value (see :func:`threshold_check`).
 """
 
 from __future__ import annotations
@@ -106,18 +113,33 @@ def run(directory: Path, measure_name: str, max_passes: int, skip_sklearn: bool)
             seconds = time.perf_counter() - started
             del X
             value = _value(measure, model.decision_function(X_test) - threshold, y_test)
-            report["methods"][name] = {"seconds": round(seconds, 1), "test": round(value, 4)}
+            report["methods"][name] = {"seconds": round(seconds, 1), "test": round(value, 6)}
             print(name, report["methods"][name], flush=True)
     target = report["methods"].get("LogisticRegression", {}).get("test", 0.0)
     report["target"] = target
     runs = []
     for passes in range(1, max_passes + 1):
+        marks: dict[str, float] = {}
+
+        def progress(rows: int, name: str) -> None:
+            marks[name] = time.perf_counter()  # the last part of each pass
+
+        def callback(info) -> None:
+            marks.setdefault("first epoch done", time.perf_counter())
+            marks["loop"], marks["epochs done"] = info.seconds, time.perf_counter()
+
         started = time.perf_counter()
-        model = calopt.fit(open_stream(directory / "train"), measure=measure_name, epochs=passes, seed=0)
+        model = calopt.fit(open_stream(directory / "train"), measure=measure_name, epochs=passes, seed=0,
+                           progress=progress, callback=callback)
         seconds = time.perf_counter() - started
         value = _value(measure, model.decision_function(X_test), y_test)
-        runs.append({"epochs": passes, "seconds": round(seconds, 1), "test": round(value, 4),
-                     "algorithm": model.algorithm})
+        survey_s = marks["survey"] - started
+        # the loop's own time excludes the trial, which runs between the first pass and epoch 1
+        trial_s = marks["epochs done"] - marks["survey"] - marks["loop"]
+        phases = {"first pass": survey_s, "step trial and setup": trial_s, "passes": marks["loop"],
+                  "threshold and model": started + seconds - marks["epochs done"]}
+        runs.append({"epochs": passes, "seconds": round(seconds, 1), "test": round(value, 6),
+                     "algorithm": model.algorithm, "phases": {k: round(v, 2) for k, v in phases.items()}})
         print("calopt stream", runs[-1], flush=True)
         if value >= target:
             break
@@ -133,6 +155,38 @@ def run(directory: Path, measure_name: str, max_passes: int, skip_sklearn: bool)
     print(json.dumps(report["time_to_target"]))
 
 
+def threshold_check(directory: Path, measure_name: str, epochs: int) -> None:
+    """How much the threshold sample costs: the ``epochs``-pass streamed model's test value at
+    its own threshold (tuned on the first pass's sample), at the threshold tuned on every
+    training row's score (one more pass, timed: what an exact cut on all rows would cost) and
+    on seeded uniform samples of several sizes; the weights are the same throughout."""
+    import calopt
+    from calopt.io.stream import open_stream
+    from calopt.training.threshold import best_cut
+
+    measure = calopt.registry.get_measure(measure_name)
+    model = calopt.fit(open_stream(directory / "train"), measure=measure_name, epochs=epochs, seed=0)
+    w, b = model.coef, model.intercept + model.threshold  # the scores before the threshold
+    test = np.load(directory / "test.npz")
+    test_scores, y_test = test["X"].astype(np.float64) @ w + b, test["y"]
+    started = time.perf_counter()
+    X = np.load(directory / "train" / "X.npy", mmap_mode="r")
+    scores = np.concatenate([np.asarray(X[i:i + 500_000], dtype=np.float64) @ w + b
+                             for i in range(0, X.shape[0], 500_000)])
+    seconds = time.perf_counter() - started
+    y = np.where(np.load(directory / "train" / "y.npy") > 0, 1.0, -1.0)
+    print(f"model threshold (its sample of {model.options['stream']['threshold_rows']:,} rows): "
+          f"test {_value(measure, test_scores - model.threshold, y_test):.6f}")
+    print(f"scoring every training row: {seconds:.1f} s")
+    for rows in [*(size for size in (671_088, 2_000_000) if size < y.size), y.size]:
+        values = []
+        for seed in range(5 if rows < y.size else 1):
+            chosen = np.random.default_rng(seed).choice(y.size, rows, replace=False) if rows < y.size else slice(None)
+            cut = float(best_cut(scores[chosen], y[chosen], measure)[0])
+            values.append(round(_value(measure, test_scores - cut, y_test), 6))
+        print(f"threshold on {rows:,} training rows (seeds 0-4): test {values}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -145,9 +199,15 @@ def main() -> None:
     bench.add_argument("--measure", default="gmean")
     bench.add_argument("--max-passes", type=int, default=5)
     bench.add_argument("--skip-sklearn", action="store_true")
+    check = commands.add_parser("threshold-check", help=threshold_check.__doc__.split(":")[0])
+    check.add_argument("directory", type=Path)
+    check.add_argument("--measure", default="gmean")
+    check.add_argument("--epochs", type=int, default=1)
     args = parser.parse_args()
     if args.command == "generate":
         generate(args.directory, args.rows, args.seed)
+    elif args.command == "threshold-check":
+        threshold_check(args.directory, args.measure, args.epochs)
     else:
         run(args.directory, args.measure, args.max_passes, args.skip_sklearn)
 

@@ -50,7 +50,7 @@ def streams(source: str, stream: bool | None) -> bool:
 
 @contextlib.contextmanager
 def pass_progress(enabled: bool) -> Iterator[Callable[[int, str], None]]:
-    """A transient line on stderr (a terminal only): the pass (survey, epoch k, scores), its rows and
+    """A transient line on stderr (a terminal only): the pass (survey, epoch k, threshold), its rows and
     rows per second."""
     console = Console(stderr=True)
     if not enabled or not console.is_terminal:

@@ -396,3 +396,166 @@ def test_train_streams_directories_and_large_files_unless_told(files, monkeypatc
     monkeypatch.setattr(cli_stream, "STREAM_ABOVE_BYTES", 1000)
     assert cli_stream.streams(train, None) and not cli_stream.streams(train, False)
     assert cli_stream.streams(str(files), None) and not cli_stream.streams("a9a", None)
+
+
+def _npy_directory(path: Path, X: np.ndarray, y: np.ndarray) -> Path:
+    path.mkdir()
+    np.save(path / "X.npy", X)
+    np.save(path / "y.npy", y)
+    return path
+
+
+def test_a_known_row_count_samples_the_same_bottom_k(tmp_path):
+    """An array directory (row count known before the pass: the sample chosen from the keys alone)
+    keeps exactly the rows the part-by-part bottom-k keeps for the same data as chunks, and the
+    rows with the m smallest keys of a sample are the bottom-m sample."""
+    X, y = _data(3000, d=5)
+    X32 = X.astype(np.float32)
+    directory = survey(open_stream(_npy_directory(tmp_path / "d", X32, y), part_rows=97), sample_rows=400, seed=3)
+    chunks = survey(chunk_source([(X32[i:i + 97], y[i:i + 97]) for i in range(0, 3000, 97)]), sample_rows=400,
+                    seed=3)
+    keys = np.random.default_rng([3, 7]).random(3000)  # the keys drawn in row order, whatever the parts
+    expected = np.sort(np.argsort(keys)[:400])
+    for found in (directory, chunks):
+        np.testing.assert_array_equal(found.sample_index, expected)
+        np.testing.assert_array_equal(found.sample_keys, keys[expected])
+        assert found.sample.dtype == np.float32  # rows kept as read
+        np.testing.assert_array_equal(found.sample, X32[expected])
+    np.testing.assert_array_equal(directory.sample_index[directory.bottom(50)], np.sort(np.argsort(keys)[:50]))
+
+
+def test_max_abs_and_the_finiteness_check_of_dense_parts(tmp_path):
+    """The folded max/min reductions give numpy's max |x| per column for row counts that are not
+    multiples of the fold, and a NaN or an infinity anywhere is named by row and column."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1001, 7)).astype(np.float32)
+    X[1000, 3], X[17, 0] = -50.0, 40.0
+    found = survey(open_stream(_npy_directory(tmp_path / "d", X, np.arange(1001) % 2), part_rows=333))
+    np.testing.assert_array_equal(found.max_abs, np.max(np.abs(X.astype(np.float64)), axis=0))
+    for row, column, value in ((998, 6, np.nan), (5, 2, -np.inf)):
+        bad = X.copy()
+        bad[row, column] = value
+        source = open_stream(_npy_directory(tmp_path / f"bad{row}", bad, np.arange(1001) % 2), part_rows=333)
+        with pytest.raises(DataError, match=rf"X\[{row}, {column}\] is not finite"):
+            survey(source)
+    with pytest.raises(DataError, match=r"X\[11, 1\] is not finite \(row 11"):
+        calopt.fit([(X[:10], np.arange(10) % 2), (np.where(np.arange(14).reshape(2, 7) == 8, np.nan, 1.0),
+                                                  np.array([0, 1]))])
+
+
+def test_float32_rows_are_scaled_as_the_in_memory_float64_model():
+    """float32 chunks are kept as read and scaled when served: one chunk trains the model of the
+    in-memory pipeline on the same values as float64, to the bit."""
+    X, y = _data(800)
+    X32 = X.astype(np.float32)
+    memory = calopt.fit(X32.astype(np.float64), y, measure="gmean", algorithm="spade", select="none", epochs=2)
+    streamed = calopt.fit([(X32, y)], measure="gmean", algorithm="spade", epochs=2)
+    np.testing.assert_array_equal(streamed.coef, memory.coef)
+    assert streamed.intercept == memory.intercept and streamed.threshold == memory.threshold
+
+
+def test_dense_and_csr_pools_serve_the_same_batches():
+    """The reused dense shuffle pool serves the rows the list-of-blocks pool serves (the same data
+    as CSR), in the same order, at every part and buffer size."""
+    X, y = _data(1000)
+    for part, buffer_rows in ((130, 0), (130, 300), (64, 1000), (1000, 100)):
+        served = []
+        for matrix in (X, sp.csr_matrix(X)):
+            source = chunk_source([(matrix[i:i + part], y[i:i + part]) for i in range(0, 1000, part)])
+            found = survey(source)
+            reader = StreamReader(source, found, np.where(y > 0, 1.0, -1.0), found.max_abs, np,
+                                  buffer_rows=buffer_rows)
+            batches = list(reader.epoch(50, np.random.default_rng(5)))
+            served.append((np.concatenate([_dense(b.X) for b in batches]), np.concatenate([b.y for b in batches])))
+        # the same rows in the same order (CSR is scaled by 1/scale, dense divided: the last bit differs)
+        np.testing.assert_allclose(served[0][0], served[1][0], rtol=1e-15, atol=0)
+        np.testing.assert_array_equal(served[0][1], served[1][1])
+        # every row exactly once, scaled by the max-abs of its column
+        scaled = X / np.max(np.abs(X), axis=0)
+        np.testing.assert_array_equal(np.sort(served[0][0], axis=0), np.sort(scaled, axis=0))
+
+
+def test_the_sampled_threshold_is_the_brute_force_best_on_the_sample(monkeypatch):
+    """Above THRESHOLD_ROWS the threshold is tuned on the rows with the smallest first-pass keys:
+    the model's cut reaches the best G-mean over every cut of those rows' scores (brute force,
+    scikit-learn's confusion matrix at each), and the history's training value is that best."""
+    from sklearn.metrics import confusion_matrix
+
+    import calopt.training.stream as streaming
+
+    monkeypatch.setattr(streaming, "THRESHOLD_ROWS", 300)
+    X, y = _data(2000)
+    chunks = [(X[i:i + 250], y[i:i + 250]) for i in range(0, 2000, 250)]
+    model = fit_stream(chunks, measure="gmean", epochs=2, seed=4)
+    assert model.options["stream"]["threshold_rows"] == 300
+    rows = np.sort(np.argsort(np.random.default_rng([4, 7]).random(2000))[:300])
+    scores = X[rows] @ model.coef + model.intercept + model.threshold  # before the threshold
+    labels = y[rows]
+
+    def gmean(cut: float) -> float:
+        (tn, fp), (fn, tp) = confusion_matrix(labels, np.where(scores > cut, 1, -1), labels=[-1, 1])
+        return float(np.sqrt(tp / (tp + fn) * tn / (tn + fp)))
+
+    cuts = np.concatenate([[scores.max() + 1], np.sort(scores)[::-1]])  # everything between two scores
+    best = max(gmean(cut) for cut in cuts)
+    assert gmean(model.threshold) == pytest.approx(best, abs=1e-12)
+    assert model.history[-1]["train"] == pytest.approx(best, abs=1e-12)
+
+
+def test_scaling_folded_into_the_weights_gives_the_scaled_scores():
+    """X @ (w / scale) + b (rows as read, float32 included) equals (X / scale) @ w + b to 1e-12."""
+    from calopt.training.stream import folded_scores
+
+    X, _ = _data(5000)
+    rng = np.random.default_rng(2)
+    w, scale = rng.normal(size=X.shape[1]), np.abs(rng.normal(size=X.shape[1])) + 0.1
+    for rows in (X, X.astype(np.float32), sp.csr_matrix(X)):
+        expected = _dense(rows).astype(np.float64) / scale @ w + 0.3
+        np.testing.assert_allclose(folded_scores(rows, w, 0.3, scale), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_memory_mapped_arrays_get_the_exact_cut_of_every_row(tmp_path, monkeypatch):
+    """With a sample smaller than the data, an array directory's threshold is best_cut's on every
+    training row's score (one more pass, a window of scores), not the sample's."""
+    import calopt.training.stream as streaming
+    from calopt.training.threshold import best_cut
+
+    monkeypatch.setattr(streaming, "THRESHOLD_ROWS", 300)
+    monkeypatch.setattr(streaming, "WINDOW_SHARE", 0.5)  # wide enough for 300 sampled rows
+    X, y = _data(3000)
+    source = open_stream(_npy_directory(tmp_path / "d", X.astype(np.float32), y), part_rows=256)
+    model = fit_stream(source, measure="gmean", epochs=2, seed=1)
+    assert model.options["stream"]["exact_threshold"] and model.options["stream"]["passes"] == 4
+    X64 = X.astype(np.float32).astype(np.float64)
+    scores = X64 @ model.coef + model.intercept + model.threshold  # every row, before the threshold
+    cut, best = best_cut(scores, np.where(y > 0, 1.0, -1.0), calopt.registry.get_measure("gmean"))
+    assert model.threshold == pytest.approx(float(cut), rel=1e-9)
+    assert model.history[-1]["train"] == pytest.approx(float(best), abs=1e-12)
+    sampled = fit_stream([(X64, y)], measure="gmean", epochs=2, seed=1)  # chunks: the sample's cut
+    assert not sampled.options["stream"]["exact_threshold"]
+
+
+def test_the_exact_cut_gives_up_at_the_edge_of_its_window(tmp_path):
+    """A sample cut far from the best one puts the best of the window at its edge: None (the
+    sample's cut is kept), never a cut the window cannot vouch for."""
+    from calopt.training.stream import window_cut
+
+    X, y = _data(3000)
+    source = open_stream(_npy_directory(tmp_path / "d", X, y), part_rows=500)
+    found = survey(source)
+    reader = StreamReader(source, found, np.where(y > 0, 1.0, -1.0), found.max_abs, np)
+    w = np.zeros(X.shape[1])
+    w[0], w[1] = 1.0, -0.7
+    scores = X / found.max_abs @ w
+    measure = calopt.registry.get_measure("gmean")
+    assert window_cut(reader, w, 0.0, measure, scores, float(scores.max())) is None
+    cut, best = best_cut_of(scores, y, measure)
+    found_cut = window_cut(reader, w, 0.0, measure, scores, cut)
+    assert found_cut is not None and found_cut[1] == pytest.approx(best, abs=1e-12)
+
+
+def best_cut_of(scores, y, measure):
+    from calopt.training.threshold import best_cut
+
+    cut, best = best_cut(scores, np.where(y > 0, 1.0, -1.0), measure)
+    return float(cut), float(best)

@@ -3,20 +3,25 @@
 What changes against the in-memory pipeline (:mod:`calopt.training.pipeline`), each a choice:
 
 1. A first pass (:func:`calopt.io.stream.survey`) counts the rows and classes and finds
-   the max-abs scaling, and keeps a uniform sample of at most :data:`SAMPLE_ROWS` rows.
+   the max-abs scaling, and keeps a seeded uniform sample of the rows (bottom-k on random
+   keys): the :data:`SAMPLE_ROWS` with the smallest keys for the step trial, the
+   :func:`threshold_rows` with the smallest keys (a superset) for the threshold.
 2. Settings are chosen as with ``select="none"``: the algorithm's step scale by the
    one-pass trial (:func:`~calopt.training.selection.choose_settings`) on that sample
    (the trial uses at most 2 × 20 000 rows in memory as well), and ``epochs`` passes
    (default 10). Cross-fitting and the held-out early stopping need the rows in memory
    for every fold model, so ``select="cv:K"``/``"holdout:F"`` are refused on a stream.
 3. The loop reads the stream through :class:`~calopt.io.stream.StreamReader`: parts in
-   a seeded random order and a bounded shuffle buffer.
-4. The threshold is tuned on the training rows' scores (one more pass; the scores are
-   O(n) numbers, held in memory): all of them up to :data:`THRESHOLD_ROWS`, a seeded
-   uniform sample of that many beyond, for every algorithm including the plug-in, which
-   holds no rows out here. The last history row has the training value there;
-   the per-epoch rows have the time and the rows per second, not the training value
-   (it would cost a pass per epoch).
+   a seeded random order and a bounded shuffle buffer; rows are scaled when served.
+4. The threshold is tuned as ``select="none"`` does in memory, on the training rows'
+   scores (rows the weights were trained on, not held-out ones), for every algorithm
+   including the plug-in, which holds no rows out here: first on the threshold sample the
+   first pass kept (every row up to :func:`threshold_rows`), whose features are held while
+   training. When the sample is not every row and the source is memory-mapped arrays
+   (cheap to read again), one more pass finds the best cut of every row's score in
+   bounded memory (:func:`window_cut`); text is not parsed again for it. The last history row has
+   the training value there; the per-epoch rows have the time and the rows per second,
+   not the training value (it would cost a pass per epoch).
 
 The default algorithm is the measure's own stochastic solver (``spade``, ``stamp``), as
 for ``partial_fit``: one pass of it is one read of the data, where L-BFGS (``lbfgs``,
@@ -32,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from calopt import registry
 from calopt.algorithms import Algorithm, Problem
@@ -56,13 +62,23 @@ from calopt.training.selection import TRIAL_ROWS, choose_settings, parse_rule
 from calopt.training.threshold import best_cut
 from calopt.version import __version__
 
-__all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_ROWS", "fit", "fit_chunks", "fit_stream", "partial_fit_chunks"]
+__all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_BYTES", "THRESHOLD_ROWS", "fit", "fit_chunks", "fit_stream",
+           "folded_scores", "partial_fit_chunks", "threshold_rows", "window_cut"]
 
 #: Rows the first pass keeps for the step trial (which uses at most 2 × TRIAL_ROWS).
 SAMPLE_ROWS = 3 * TRIAL_ROWS
-#: Training rows whose scores tune the threshold at most (a seeded uniform sample beyond):
-#: the exact cut sorts them and keeps about 15 arrays of their length (1.2 GB at 10⁷ rows).
+#: Training rows whose scores tune the threshold at most: the first pass keeps them (a seeded
+#: uniform sample beyond), so the threshold costs no pass of its own; their features as read
+#: are held while training, at most :data:`THRESHOLD_BYTES` of them (see :func:`threshold_rows`).
 THRESHOLD_ROWS = 1_000_000
+#: The most bytes the threshold sample's features take at their peak (see :func:`threshold_rows`).
+THRESHOLD_BYTES = 256 << 20
+#: The peak bytes of a sample row when the source cannot tell before reading (text, Parquet,
+#: chunks): 1 KiB a row as read, times 2.5 (the part-by-part bottom-k holds up to 1.5 times
+#: the sample and stacks it with the kept rows when it cuts back).
+ROW_BYTES_GUESS = 2.5 * 1024
+#: Rows of the threshold sample scored at a time (the scaled float64 copy of that many rows).
+SCORE_ROWS = 65_536
 #: The batch of a full-batch algorithm on a stream (its batches only accumulate a pass;
 #: in memory its batch is the whole data).
 STREAM_BATCH_ROWS = 65_536
@@ -110,7 +126,8 @@ def fit_stream(
         raise ParameterError(f"algorithm {algorithm.name!r} reads the data its own way and cannot train on a stream")
     source = chunk_source(source)
     started = time.perf_counter()
-    found = found or survey(source, sample_rows=sample_rows, seed=seed, progress=progress)
+    kept_rows = threshold_rows(source) if tune_threshold else 0
+    found = found or survey(source, sample_rows=max(sample_rows, kept_rows), seed=seed, progress=progress)
     if np.unique(found.labels).size > 2:
         raise DataError(f"{np.unique(found.labels).size} classes; streaming trains two-class problems "
                         f"(train one class against the rest in memory, or relabel)", source="training labels")
@@ -129,10 +146,19 @@ def fit_stream(
     algorithm.check_problem(problem)
     reader = StreamReader(source, found, backend.asarray(y_pm), factors, backend.xp, buffer_rows=buffer_rows,
                           progress=progress)
-    sample = reader.prepared(found.sample)
-    algorithm = choose_settings(algorithm, problem, sample, y_pm[found.sample_index],
-                                np.arange(found.sample_index.size), seed, backend)
-    found.sample = sample = None  # the trial's rows are not needed while training
+    trial = found.bottom(sample_rows)  # the bottom-sample_rows sample of the first pass's keys
+    trial_rows = int(trial.size)
+    sample = reader.prepared(found.sample[trial] if trial.size < found.sample_index.size else found.sample)
+    algorithm = choose_settings(algorithm, problem, sample, y_pm[found.sample_index[trial]],
+                                np.arange(trial.size), seed, backend)
+    sample = trial = None  # the trial's scaled rows are not needed while training
+    if tune_threshold:  # the threshold's rows (features as read), all the others released
+        kept = found.bottom(kept_rows)
+        if kept.size < found.sample_index.size:
+            found.sample, found.sample_index, found.sample_keys = (found.sample[kept], found.sample_index[kept],
+                                                                   found.sample_keys[kept])
+    else:
+        found.sample = None
 
     def record(info: EpochRecord) -> dict[str, float]:
         return {"rows_per_second": n * info.epoch / info.seconds if info.seconds > 0 else float("nan")}
@@ -143,13 +169,17 @@ def fit_stream(
         raise TrainingError(f"training made no progress on the stream with {algorithm.spec} (diverged in its first "
                             f"epoch, or the weights are still 0); a smaller step or another loss may help")
     threshold, train_value = 0.0, None
-    if tune_threshold:  # as BinaryTask on the training rows: the best cut of their scores
-        scores, labels = reader.full().X @ w + b, reader.y
-        if n > THRESHOLD_ROWS:  # the cut's sort and sums cost ~15 arrays of its rows: a uniform sample
-            rows = np.sort(np.random.default_rng([seed, 11]).choice(n, THRESHOLD_ROWS, replace=False))
-            scores, labels = scores[rows], labels[rows]
+    exact_pass = False
+    if tune_threshold:  # as BinaryTask on the training rows: the best cut of their scores, on the sample
+        scores, labels = _sample_scores(reader, found.sample, w, b), y_pm[found.sample_index]
+        found.sample = None
         cut, best = best_cut(scores, labels, measure)
         threshold, train_value = float(cut), float(best)
+        if scores.size < n and source.n_rows is not None:  # memory-mapped arrays: cheap to read again
+            exact = window_cut(reader, w, b, measure, scores, threshold)
+            exact_pass = True
+            if exact is not None:
+                threshold, train_value = exact
         del scores, labels
     history = [dict(row) for row in result.history]
     if history and train_value is not None:
@@ -168,8 +198,9 @@ def fit_stream(
                  "dtype": backend.dtype_name, "scale": scale, "tune_threshold": tune_threshold,
                  "algorithm_params": algorithm.params, "select": "none",
                  "stream": {"rows": n, "parts": len(found.part_rows), "buffer_rows": buffer_rows,
-                            "sample_rows": int(found.sample_index.size), "seekable": source.seekable,
-                            "passes": 1 + result.epochs + (1 if tune_threshold else 0)},
+                            "sample_rows": trial_rows, "seekable": source.seekable,
+                            "threshold_rows": int(found.sample_index.size) if tune_threshold else 0,
+                            "exact_threshold": exact_pass, "passes": 1 + result.epochs + exact_pass},
                  "data": found.reading()},
         history=history,
         fit_seconds=time.perf_counter() - started,
@@ -177,6 +208,89 @@ def fit_stream(
         message=result.message,
         version=__version__,
     )
+
+
+def threshold_rows(source: ChunkSource) -> int:
+    """The rows of the threshold sample: :data:`THRESHOLD_ROWS`, fewer when their features would
+    take more than :data:`THRESHOLD_BYTES` at their peak (``source.sample_row_bytes``, else
+    :data:`ROW_BYTES_GUESS`): a dense float32 ``X.npy`` of 100 columns, 671 088 rows; a CSR
+    directory of 50 nonzeros a row, 220 752; text, 104 857)."""
+    row_bytes = source.sample_row_bytes or ROW_BYTES_GUESS
+    return int(max(1, min(THRESHOLD_ROWS, THRESHOLD_BYTES // max(1.0, row_bytes))))
+
+
+#: The exact cut's window: the share of the rows around the sample's cut whose scores it keeps,
+#: at most WINDOW_ROWS of them (see :func:`window_cut`).
+WINDOW_SHARE = 0.04
+WINDOW_ROWS = 2_000_000
+
+
+def folded_scores(X: Any, w: np.ndarray, b: Any, scale: np.ndarray) -> np.ndarray:
+    """``(X / scale) @ w + b`` as ``X @ (w / scale) + b``: the scaling folded into the weights, so
+    rows as read (float32 too, made float64 here) are scored without a scaled copy."""
+    folded = w / scale
+    if sp.issparse(X) or X.dtype == np.float64:
+        return X @ folded + b
+    # float32 rows made float64 a block at a time, while in cache
+    return np.concatenate([np.asarray(X[start:start + SCORE_ROWS // 4], dtype=np.float64) @ folded + b
+                           for start in range(0, X.shape[0], SCORE_ROWS // 4)])
+
+
+def window_cut(reader: StreamReader, w: np.ndarray, b: Any, measure: Any, sample_scores: np.ndarray,
+               sample_cut: float) -> tuple[float, float] | None:
+    """The best cut of every training row's score for ``measure``, and its value, with one pass and
+    O(window) memory; None when it may lie outside the window (the sample's cut is then kept).
+
+    The window is the scores between the sample's scores ranked :data:`WINDOW_SHARE`/2 of the
+    sample below and above ``sample_cut`` (at most :data:`WINDOW_ROWS` rows of the data, in
+    expectation). The pass scores each part (:func:`folded_scores`), counts the classes above
+    the window and keeps the scores inside it; every cut between two distinct scores inside
+    is then evaluated from those counts, as :func:`~calopt.training.threshold.best_cut` does on
+    all the scores (the same values at those cuts, the midpoint as the threshold). A best cut
+    at the window's edge is not trusted: the best may be beyond it.
+    """
+    n, y = reader.n_samples, reader.y
+    ranked = np.sort(sample_scores)
+    half = max(1, int(min(WINDOW_SHARE, WINDOW_ROWS / n) / 2 * ranked.size))
+    at = int(np.searchsorted(ranked, sample_cut))
+    low, high = ranked[max(0, at - half)], ranked[min(ranked.size - 1, at + half)]
+    above_positive = above_negative = 0
+    kept_scores, kept_positive = [], []
+    for X, start, stop in reader.in_order("threshold", prepare=False):
+        scores, positive = folded_scores(X, w, b, reader.scale), y[start:stop] > 0
+        above, inside = scores > high, (scores >= low) & (scores <= high)
+        above_positive += int(np.count_nonzero(above & positive))
+        above_negative += int(np.count_nonzero(above & ~positive))
+        kept_scores.append(scores[inside])
+        kept_positive.append(positive[inside])
+    scores, positive = np.concatenate(kept_scores), np.concatenate(kept_positive)
+    del kept_scores, kept_positive
+    if scores.size < 2:
+        return None
+    order = np.argsort(-scores, kind="stable")
+    scores, positive = scores[order], positive[order]
+    n_positive = int(np.count_nonzero(y > 0))
+    n_negative = n - n_positive
+    tp = above_positive + np.concatenate([[0], np.cumsum(positive)]).astype(np.float64)
+    fp = above_negative + np.concatenate([[0], np.cumsum(~positive)]).astype(np.float64)
+    values = np.asarray(measure.from_counts(tp, fp, n_negative - fp, n_positive - tp, xp=np), dtype=np.float64)
+    valid = np.concatenate([[True], scores[:-1] > scores[1:], [True]])
+    values = np.where(valid, values, -np.inf)
+    k = int(np.argmax(values))
+    if k == 0 or k == scores.size:  # at an edge of the window: the best may be beyond it
+        return None
+    return float((scores[k - 1] + scores[k]) / 2), float(values[k])
+
+
+def _sample_scores(reader: StreamReader, rows: Any, w: np.ndarray, b: Any) -> np.ndarray:
+    """The scores ``X @ w + b`` of the sample's rows scaled as in training, :data:`SCORE_ROWS`
+    rows at a time (one product when fewer: the in-memory pipeline's scores, to the bit)."""
+    n = int(rows.shape[0])
+    if n <= SCORE_ROWS:
+        return reader.prepared(rows) @ w + b
+    return np.concatenate([reader.prepared(rows[start:start + SCORE_ROWS]) @ w + b
+                           for start in range(0, n, SCORE_ROWS)])
+
 
 #: Options of :func:`calopt.fit` that a stream does not take, and their in-memory defaults.
 _IN_MEMORY_ONLY = {"backend": (None, "numpy"), "dtype": (None, "float64"), "device": (None,), "sample_weight": (None,),
