@@ -86,8 +86,10 @@ def aggregate(
     Each model's scores are scaled to their best logistic fit on DATA; the weights
     minimise the logistic loss, each class weighted by the measure's gradient at the
     best of the models, by mirror descent with averaging, and the
-    threshold is tuned for the measure (default: the models' own) on DATA. The result
-    is an ordinary linear model for evaluate and predict.
+    threshold is tuned for the measure (default: the models' own) on DATA. The mixture
+    is then compared with each model alone on rows its weights did not see (--select),
+    and the better is refitted on all of DATA. The result is an ordinary linear model
+    for evaluate and predict.
 
     Example: [bold]calopt aggregate f1-stamp.npz f1-plugin.npz --data a9a -o f1-agg.npz[/bold]
     """
