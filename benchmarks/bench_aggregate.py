@@ -39,7 +39,7 @@ def solvers(measure):
     """Registered algorithms for ``measure``'s family, mirror descent excluded."""
     family = calopt.get_measure(measure).family
     return [entry.name for entry in calopt.list_algorithms()
-            if entry.component.family in ("any", family) and entry.name != "mirror-descent"]
+            if entry.component.family in ("any", family) and entry.name not in ("mirror-descent", "multinomial")]
 
 
 def main():

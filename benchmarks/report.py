@@ -384,14 +384,20 @@ def _aggregate_section() -> list[str]:
         "logistic risk favours the plug-in model, which minimises it, over one that is best",
         "only in the measure.",
     ]
+    runs = [run for r in rows for run in r["runs"]]
+    alone = sum(max(run["theta"].values()) == sum(run["theta"].values()) for run in runs)
+    lines += [
+        "", "Since issue 13 the mixture is also checked on held-out rows (`select=\"auto\"`: on a9a one",
+        "stratified 20% of the training rows; the best model alone replaces it only when it wins on",
+        f"≥ 90% of bootstrap resamples of those rows): here a model alone was kept in {alone} of {len(runs)} runs,",
+        "the mixture in the others; the base models are `calopt.fit`'s defaults (settings chosen on",
+        "held-out rows). The wide benchmark's section above measures the same over 29 datasets.",
+    ]
     misses = [r["measure"] for r in rows if not r["ok"]]
     if misses:
         lines += ["", f"Missed: {', '.join(misses)}."]
     return lines
 
-
-if __name__ == "__main__":
-    main()
 
 
 def _shown(value: float | None) -> str:
@@ -465,3 +471,7 @@ def stream_section() -> list[str]:
                              f"{'yes' if run['test'] >= report['target'] else 'no'} |")
         lines.append("")
     return lines
+
+
+if __name__ == "__main__":
+    main()

@@ -14,6 +14,7 @@ from calopt.training.aggregate import RADIUS, load_models
 from calopt.training.aggregate import aggregate as aggregate_models
 from calopt.errors import DataError, ParameterError
 from calopt.io.labels import encode_like
+from calopt.training.selection import parse_rule
 from calopt_cli.outputs import check_outputs
 from calopt_cli.options import JsonOpt, MeasureOpt, SeedOpt, echo_json, epochs_text
 from calopt_cli.training import CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, load_dataset, model_reading
@@ -66,6 +67,14 @@ def aggregate(
                      help="'measure': weigh the loss per class by the measure's gradient at the best model "
                      "on DATA; 'none': the plain logistic loss."),
     ] = "measure",
+    select: Annotated[
+        str,
+        typer.Option("--select", metavar="RULE",
+                     help="How the mixture is checked against each model alone, on rows θ did not see: cv:K "
+                     "(K-fold cross-fitting), holdout:F (one stratified split) or none (always the mixture). "
+                     "auto: cv:5 below 500 rows in the smaller class, else holdout:0.2. The better one on "
+                     "those rows is refitted on all of DATA."),
+    ] = "auto",
     seed: SeedOpt = 0,
     label_column: LabelColumnOpt = "-1",
     delimiter: DelimiterOpt = None,
@@ -77,8 +86,10 @@ def aggregate(
     Each model's scores are scaled to their best logistic fit on DATA; the weights
     minimise the logistic loss, each class weighted by the measure's gradient at the
     best of the models, by mirror descent with averaging, and the
-    threshold is tuned for the measure (default: the models' own) on DATA. The result
-    is an ordinary linear model for evaluate and predict.
+    threshold is tuned for the measure (default: the models' own) on DATA. The mixture
+    is then compared with each model alone on rows its weights did not see (--select),
+    and the better is refitted on all of DATA. The result is an ordinary linear model
+    for evaluate and predict.
 
     Example: [bold]calopt aggregate f1-stamp.npz f1-plugin.npz --data a9a -o f1-agg.npz[/bold]
     """
@@ -86,6 +97,7 @@ def aggregate(
         raise ParameterError(f"--lambda must be a finite number > 0, got {radius}")
     if epochs < 1:
         raise ParameterError(f"--epochs must be ≥ 1, got {epochs}")
+    parse_rule(select)  # a bad rule is refused before any file is read
     output = check_outputs({"--model-out": model_out}, [*models, data, test])["--model-out"]
     named = load_models(models)
     like = _common_reading(named)
@@ -98,7 +110,8 @@ def aggregate(
         encode_like(test_set.labels, next(iter(named.values())).classes, source=f"{test_set.source} labels")
     try:
         model = aggregate_models(named, data_set.X, data_set.labels, radius=radius, measure=measure or None,
-                                 epochs=epochs, seed=seed if seed is not None else 0, weighting=weighting)
+                                 epochs=epochs, seed=seed if seed is not None else 0, weighting=weighting,
+                                 select=select)
     except DataError as exc:  # about the aggregation data: name the file
         if exc.source is None:
             raise DataError(exc.detail, source=data_set.source) from None
@@ -115,6 +128,8 @@ def aggregate(
             "measure": model.measure,
             "lambda": radius,
             "class_weights": dict(zip(("negative", "positive"), details["class_weights"])),
+            "chosen": details["chosen"],
+            "select": details["select"],
             "models": [
                 {"model": name, "theta": theta, "scale": scale,
                  **{key: value for key, value in zip(("data", "test"), row)}}
@@ -141,4 +156,7 @@ def aggregate(
     console = Console()
     console.print(table)
     console.print(weighting)
+    if details["select"] is not None:
+        held_out = ", ".join(f"{c['candidate']} {c['value']:.4f}" for c in details["select"]["candidates"])
+        console.print(f"chosen on held-out rows ({details['select']['rule']}): {details['chosen']} ({held_out})")
     console.print(f"model written to {model_out}")

@@ -253,7 +253,7 @@ def _data(truth, n=400, seed=1):
 def test_aggregate_is_the_theta_weighted_linear_model():
     models, truth = _models()
     X, y = _data(truth)
-    model = aggregate(models, X, y, epochs=3, batch_size=16, seed=0)
+    model = aggregate(models, X, y, epochs=3, batch_size=16, seed=0, select="none")
     info = model.options["aggregate"]
     theta, scales = np.array(info["theta"]), np.array(info["scales"])
     assert info["models"] == ["models[0]", "models[1]", "models[2]"]
@@ -292,7 +292,7 @@ def _assert_risk_optimal(H, y, class_weights=(1.0, 1.0)):
 def test_aggregate_theta_is_the_mirror_descent_of_the_scaled_scores():
     models, truth = _models()
     X, y = _data(truth, n=100)
-    model = aggregate(models, X, y, radius=3.0, epochs=2, batch_size=10, seed=4)
+    model = aggregate(models, X, y, radius=3.0, epochs=2, batch_size=10, seed=4, select="none")
     info = model.options["aggregate"]
     H = np.column_stack([X @ m.coef + m.intercept for m in models])
     H /= np.array(info["scales"])
@@ -343,7 +343,7 @@ def test_aggregate_with_radius_one_is_never_worse_in_risk_than_its_best_model():
     """λ = 1: every model alone is a vertex of Θ, so enough mirror descent beats the best of them."""
     models, truth = _models()
     X, y = _data(truth, n=400)
-    model = aggregate(models, X, y, epochs=30, batch_size=8, seed=0)
+    model = aggregate(models, X, y, epochs=30, batch_size=8, seed=0, select="none")
     scales = np.array(model.options["aggregate"]["scales"])
     H = np.column_stack([X @ m.coef + m.intercept for m in models]) / scales
     w = np.where(y > 0, *model.options["aggregate"]["class_weights"][::-1])
@@ -351,6 +351,104 @@ def test_aggregate_with_radius_one_is_never_worse_in_risk_than_its_best_model():
     theta = np.array(model.options["aggregate"]["theta"])
     assert theta.sum() == pytest.approx(1.0)
     assert risk(H @ theta) <= min(risk(h) for h in H.T) + 1e-3
+
+
+def _best_f1(scores, y):
+    """The best F1 of ``scores > c`` over every cut c (every distinct prediction), by brute force."""
+    cuts = np.concatenate([[-np.inf], np.unique(scores)])
+    return max(f1_score(y, np.where(scores > c, 1.0, -1.0), zero_division=0.0) for c in cuts)
+
+
+def _best_cut_predictions(scores, y):
+    """±1 predictions at the first cut (fewest positives) with the best F1, by brute force."""
+    cuts = np.concatenate([[np.inf], np.unique(scores)[::-1]])
+    predictions = [np.where(scores > c, 1.0, -1.0) for c in cuts]
+    values = [f1_score(y, p, zero_division=0.0) for p in predictions]
+    return predictions[int(np.argmax(values))]
+
+
+def test_select_compares_out_of_fold_scores_and_keeps_the_mixture_without_confidence():
+    """cv:3: each candidate's held-out value is the best F1 of its out-of-fold scores (the mixture
+    refitted without each fold through the public call, each model alone as it is); the best model
+    alone replaces the mixture only if it wins on ≥ 90% of paired bootstrap resamples."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from calopt.training.selection import win_probability
+
+    models, truth = _models(seed=3)
+    X, y = _data(truth, n=300, seed=5)
+    model = aggregate(models, X, y, select="cv:3", seed=2, epochs=2, batch_size=16)
+    report = model.options["aggregate"]["select"]
+    out_of_fold = np.zeros(y.size)
+    for fit_rows, check_rows in StratifiedKFold(3, shuffle=True, random_state=2).split(X, y > 0):
+        part = aggregate(models, X[fit_rows], y[fit_rows], select="none", tune_threshold=False, seed=2, epochs=2,
+                         batch_size=16)
+        out_of_fold[check_rows] = part.decision_function(X[check_rows])
+    columns = [out_of_fold] + [m.decision_function(X) for m in models]
+    expected = [_best_f1(column, y) for column in columns]
+    names = ["mixture", "models[0]", "models[1]", "models[2]"]
+    assert report["rule"] == "cv:3"
+    assert [c["candidate"] for c in report["candidates"]] == names
+    np.testing.assert_allclose([c["value"] for c in report["candidates"]], expected, rtol=1e-12)
+    best = 1 + int(np.argmax(expected[1:]))
+    assert report["best_alone"] == names[best]
+    confidence = win_probability(y, _best_cut_predictions(columns[best], y), _best_cut_predictions(columns[0], y),
+                                 calopt.get_measure("fbeta"), seed=2)
+    assert report["win_probability"] == pytest.approx(confidence)
+    assert model.options["aggregate"]["chosen"] == (names[best] if confidence >= 0.9 else "mixture")
+
+
+def test_select_keeps_a_model_alone_when_it_dominates():
+    """The Bayes rule and a model with one coefficient's sign flipped, mixed half and half (a fixed,
+    high temperature keeps θ uniform): the Bayes rule alone beats that mixture on held-out rows
+    with confidence, and the result is that model (θ a vertex) at its best cut on all the rows.
+    (On seeds 11-16 of the rows the confidence was 0.24-0.97; this is the seed where it is clear.)"""
+    truth = np.array([1.0, -2.0, 0.5, 1.5])
+    rng = np.random.default_rng(14)
+    X = rng.normal(size=(600, truth.size))
+    y = np.where(X @ truth + 0.3 + 0.5 * rng.normal(size=600) > 0, 1.0, -1.0)
+    make = lambda coef, b: LinearModel(coef=np.asarray(coef, float), intercept=b, measure="fbeta")
+    models = [make(truth, 0.3), make([1.0, -2.0, 0.5, -1.5], 0.3)]
+    uniform = "mirror-descent:signed=false,beta0=1000"
+    model = aggregate(models, X, y, seed=0, algorithm=uniform)
+    info = model.options["aggregate"]
+    values = {c["candidate"]: c["value"] for c in info["select"]["candidates"]}
+    assert info["select"]["rule"] == "cv:5"  # 600 rows, fewer than 500 in the smaller class
+    assert values["models[0]"] > values["mixture"] > values["models[1]"]
+    assert info["select"]["win_probability"] >= 0.9
+    assert info["chosen"] == "models[0]" and info["theta"] == [1.0, 0.0]
+    scores = models[0].decision_function(X)
+    assert model.score(X, y) == pytest.approx(_best_f1(scores, y))  # that model at its best cut
+    np.testing.assert_array_equal(np.argsort(model.decision_function(X)), np.argsort(scores))
+    assert model.history == [] and model.options["epochs"] == 0
+    kept = aggregate(models, X, y, seed=0, algorithm=uniform, select="none").options["aggregate"]
+    np.testing.assert_allclose(kept["theta"], [0.5, 0.5], atol=1e-3)  # what it replaced
+
+
+def test_select_keeps_the_mixture_of_complementary_models():
+    """Two models each see half of the signal: their mixture beats both alone on held-out rows."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1500, 2))
+    y = np.where(X[:, 0] + X[:, 1] + 0.2 * rng.normal(size=1500) > 0.8, 1.0, -1.0)
+    halves = [LinearModel(coef=np.eye(2)[j], intercept=0.0, measure="fbeta") for j in range(2)]
+    model = aggregate(halves, X, y, seed=0)
+    info = model.options["aggregate"]
+    values = [c["value"] for c in info["select"]["candidates"]]
+    assert info["chosen"] == "mixture" and values[0] > max(values[1:]) + 0.05
+    assert min(info["theta"]) > 0.3  # both halves count
+    # more rows than CV_MINORITY in the smaller class: one stratified held-out part
+    big = np.concatenate([X] * 3), np.concatenate([y] * 3)
+    assert np.sum(big[1] > 0) >= 500
+    assert aggregate(halves, *big, seed=0, epochs=1).options["aggregate"]["select"]["rule"] == "holdout:0.2"
+
+
+def test_select_none_is_the_mixture_and_a_bad_rule_is_refused():
+    models, truth = _models()
+    X, y = _data(truth, n=200)
+    chosen = aggregate(models, X, y, seed=1, epochs=2, select="none")
+    assert chosen.options["aggregate"]["select"] is None and chosen.options["aggregate"]["chosen"] == "mixture"
+    with pytest.raises(ParameterError, match="select='cv:1'"):
+        aggregate(models, X, y, select="cv:1")
 
 
 def test_aggregate_refuses_mismatched_models():
@@ -413,10 +511,17 @@ def test_cli_aggregates_two_models(saved, tmp_path):
     np.testing.assert_allclose(
         model.coef, sum(row["theta"] * m.coef / row["scale"] for row, m in zip(report["models"], base)))
     assert model.options["aggregate"]["models"] == [str(p) for p in paths]
+    # 2000 rows, fewer than 500 positives: chosen by 5-fold cross-fitting, as the model file says
+    assert report["select"]["rule"] == "cv:5" and report["select"] == model.options["aggregate"]["select"]
+    values = {c["candidate"]: c["value"] for c in report["select"]["candidates"]}
+    assert set(values) == {*map(str, paths), "mixture"}
+    sure = report["select"]["win_probability"] >= 0.9
+    assert report["chosen"] == (report["select"]["best_alone"] if sure else "mixture")
     table = runner.invoke(app, ["aggregate", *map(str, paths), "--data", "a9a", "--lambda", "5",
                                 "--model-out", str(tmp_path / "agg2.npz"), "--epochs", "1"])
     assert table.exit_code == 0, table.output
     assert "aggregate" in table.stdout and "a9a:train" in table.stdout
+    assert "chosen on held-out rows (holdout:0.2)" in table.stdout  # a9a: more than 500 positives
     saved = LinearModel.load(tmp_path / "agg2.npz").options["aggregate"]["class_weights"]
     assert f"loss weights for fbeta: positives {saved[1]:.3g}, negatives {saved[0]:.3g}" in table.stdout
 
@@ -428,15 +533,18 @@ def test_cli_aggregates_two_models(saved, tmp_path):
     ("one", "at least 2 models"),
     ("twice", "given twice"),
     ("weighting", "weighting must be 'measure' or 'none', got 'both'"),
+    ("select", "select='cv:0': expected auto, none, cv:K"),
 ])
 def test_cli_bad_inputs_are_one_line_and_write_nothing(saved, tmp_path, case, message):
     folder, paths = saved
     models = {"missing": [paths[0], folder / "missing.npz"], "narrow": [paths[0], folder / "narrow.npz"],
-              "lambda": paths, "one": paths[:1], "twice": [paths[0], paths[0]], "weighting": paths}[case]
+              "lambda": paths, "one": paths[:1], "twice": [paths[0], paths[0]], "weighting": paths,
+              "select": paths}[case]
     out = tmp_path / "agg.npz"
     result = runner.invoke(app, ["aggregate", *map(str, models), "--data", str(folder / "agg.svm"),
                                  "--lambda", "0" if case == "lambda" else "1", "--model-out", str(out),
-                                 "--weighting", "both" if case == "weighting" else "measure"])
+                                 "--weighting", "both" if case == "weighting" else "measure",
+                                 "--select", "cv:0" if case == "select" else "auto"])
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr
     assert not out.exists() and list(tmp_path.iterdir()) == []

@@ -17,6 +17,17 @@ is linear, so the aggregate Σθ_i h_i(x) is linear too: the result is an ordina
 :class:`~calopt.models.linear.LinearModel` with ``coef = Σθ_i w_i/s_i`` and
 ``intercept = Σθ_i b_i/s_i − threshold``, the threshold tuned for the measure on the
 aggregation data as :func:`calopt.fit` does.
+
+The mixture is then checked on rows θ̂ did not see (``select``, the training pipeline's
+rule: K-fold cross-fitting below :data:`~calopt.training.selection.CV_MINORITY` rows of
+the smaller class, one stratified held-out part from there on): refitted without each
+fold (scales and class weights included), its out-of-fold scores at their best threshold
+are compared with each model alone on the same rows; the best model alone replaces the
+mixture only when it wins on at least 90% of paired bootstrap resamples of those rows
+(:func:`select_candidate`), and the one kept is refitted on every row. Without the check
+the mixture trailed the best single model (picked on the test data) by more than 0.005 in
+a third of the wide benchmark's cells with ≥ 30 test positives
+(benchmarks/bench_aggregate_suite.py, BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,11 +50,14 @@ from calopt.io.labels import encode_like
 from calopt.losses import Loss
 from calopt.measures import Measure
 from calopt.models.linear import LinearModel
-from calopt.training.pipeline import BinaryTask, prepare, train
+from calopt.training.loop import CONVERGED
+from calopt.training.pipeline import BinaryTask, Trained, prepare, train
+from calopt.training.selection import CONFIDENCE, Rule, folds_of, parse_rule, resolve_rule, win_probability
 from calopt.training.threshold import best_threshold
 from calopt.version import __version__
 
-__all__ = ["BATCH_SIZE", "RADIUS", "AggregationTask", "aggregate", "load_models", "measure_weights", "risk_slope"]
+__all__ = ["BATCH_SIZE", "RADIUS", "AggregationTask", "Mixture", "aggregate", "fit_mixture", "load_models",
+           "measure_weights", "risk_slope", "select_candidate"]
 
 Array = Any
 
@@ -159,6 +174,97 @@ class AggregationTask(BinaryTask):
         return {**super().record(w, b), "loss": loss}
 
 
+@dataclass
+class Mixture:
+    """θ̂ learnt on some rows: the weights of the models' raw scores are ``theta / scales``."""
+
+    theta: np.ndarray  #: θ̂ over the scaled base predictors (Σθ = λ)
+    scales: np.ndarray  #: s_i, each model's score divided by it is at its φ-risk-optimal scale
+    class_weights: tuple[float, float]  #: (w₋, w₊) of the loss
+    anchor: int | None  #: the model the measure weights were taken at (None: unweighted)
+    trained: Trained | None  #: the pipeline's run (None: a vertex, no run)
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.theta / self.scales
+
+
+def fit_mixture(scores: np.ndarray, y_pm: np.ndarray, *, measure: Measure, loss: Loss, algorithm: Any,
+                epochs: int, batch_size: int, seed: int, weighting: str, tune_threshold: bool,
+                started: float | None = None, vertex: int | None = None) -> Mixture:
+    """θ̂ for the base scores ``scores`` (n × M) and labels ±1: the scales and class weights from these
+    rows, then mirror descent over the scaled scores (the training pipeline); with ``vertex`` = i,
+    no run: θ = λ·e_i, model i alone at its scale."""
+    scales = np.max(np.abs(scores), axis=0)
+    scales[~(scales > 0) | ~np.isfinite(scales)] = 1.0
+    if weighting == "measure":
+        positive_weight, negative_weight, anchor = measure_weights(scores, y_pm, measure)
+    else:
+        positive_weight, negative_weight, anchor = 1.0, 1.0, None
+    # mean 1 over the rows by construction (measure_weights), so used as they are
+    row_weights = np.where(y_pm > 0, positive_weight, negative_weight)
+    scales = scales / np.array([risk_slope(scores[:, j] / scales[j], y_pm, loss, row_weights)
+                                for j in range(scores.shape[1])])
+    if vertex is not None:
+        theta = np.zeros(scores.shape[1])
+        theta[vertex] = algorithm.radius
+        return Mixture(theta, scales, (negative_weight, positive_weight), anchor, None)
+    predictions = scores / scales  # H(x): each model at its φ-risk-optimal scale
+    backend = get_backend("numpy")
+    data = prepare(predictions, y_pm, backend, scale=False, weight=row_weights)
+    problem = Problem(backend.xp, backend.dtype, backend.device, int(y_pm.size), scores.shape[1],
+                      float(np.mean(y_pm > 0)), measure, loss, batch_size, epochs,
+                      max_weight=max(positive_weight, negative_weight))
+    task = AggregationTask(data.X, data.y, data.rows_weight(), measure, loss, tune_threshold, backend.xp)
+    trained = train(data, algorithm, problem, task, seed=seed, run_options={}, started=started)
+    return Mixture(np.asarray(trained.w, dtype=np.float64), scales, (negative_weight, positive_weight), anchor,
+                   trained)
+
+
+def select_candidate(scores: np.ndarray, y_pm: np.ndarray, candidates: list[tuple[str, Any, int | None]],
+                     rule: Rule, *, measure: Measure, seed: int, **fit: Any) -> tuple[int, list[float], float]:
+    """The chosen candidate's index, every candidate's held-out value, and how sure the choice is.
+
+    ``candidates[0]`` is the mixture (name, algorithm, None): it is fitted by
+    :func:`fit_mixture` on the rows outside each fold of ``rule`` (K folds, or the one
+    held-out part of a split) — the scales and class weights included — and scores that
+    fold's rows; its value is the measure of these out-of-fold scores at their best
+    threshold (as the training pipeline's selection judges its candidates). A model alone
+    (name, algorithm, i) learns nothing from the rows: its value is that of its own scores
+    on the held-out rows.
+
+    The mixture, which contains every model alone (λ = 1), is kept unless the best model
+    alone (the first of equals) beats it on at least :data:`CONFIDENCE` of paired bootstrap
+    resamples of the held-out rows, each at its best threshold there
+    (:func:`~calopt.training.selection.win_probability`, the rule that compares the
+    measure's own solver with the plug-in route). Taking the highest held-out value
+    instead picked, among candidates within 0.002 of each other on magic04's held-out rows,
+    a model 0.0065-0.0106 below the best on the test split in four of its 21 cells
+    (benchmarks/bench_aggregate_suite.py, split seeds 0-2).
+    """
+    fold = folds_of(y_pm, rule, seed)
+    parts = range(rule.folds) if rule.kind == "cv" else (0,)
+    held = fold >= 0
+    held_scores = []
+    for _, algorithm, vertex in candidates:
+        if vertex is not None:  # nothing learnt but a scale, which orders no row differently
+            held_scores.append(scores[held, vertex])
+            continue
+        out_of_fold = np.zeros(y_pm.size)
+        for k in parts:
+            fit_rows = fold != k if rule.kind == "cv" else fold == -1
+            mixture = fit_mixture(scores[fit_rows], y_pm[fit_rows], measure=measure, algorithm=algorithm,
+                                  seed=seed, vertex=vertex, tune_threshold=False, **fit)
+            out_of_fold[fold == k] = scores[fold == k] @ mixture.weights
+        held_scores.append(out_of_fold[held])
+    cuts = [best_threshold(column, y_pm[held], measure) for column in held_scores]
+    values = [value for _, value in cuts]
+    best = 1 + int(np.argmax(values[1:]))
+    predicted = [np.where(column > threshold, 1.0, -1.0) for column, (threshold, _) in zip(held_scores, cuts)]
+    confidence = win_probability(y_pm[held], predicted[best], predicted[0], measure, seed=seed)
+    return (best if confidence >= CONFIDENCE else 0), values, confidence
+
+
 def aggregate(
     models: Models,
     X: Any,
@@ -173,6 +279,7 @@ def aggregate(
     seed: int = 0,
     weighting: str = "measure",
     tune_threshold: bool = True,
+    select: str = "auto",
 ) -> LinearModel:
     """The ℓ1-constrained combination (Σθ = ``radius``, θ ≥ 0) of ``models`` learnt on (X, y).
 
@@ -185,8 +292,16 @@ def aggregate(
     the one a plugin declared for aggregation (mirror descent with averaging), with its
     ``radius`` parameter set to ``radius``. ``batch_size`` defaults to :data:`BATCH_SIZE`.
     This is the training pipeline (:func:`calopt.training.pipeline.train`) on the
-    matrix of base predictions. The result's ``options["aggregate"]`` records the
-    models, their scales and θ̂.
+    matrix of base predictions.
+
+    ``select`` chooses, on rows θ̂ did not see, between the learnt mixture and the best
+    model alone (a vertex of Θ), which must beat it with confidence (:func:`select_candidate`):
+    ``"auto"`` (K-fold cross-fitting when the smaller class has fewer than
+    :data:`~calopt.training.selection.CV_MINORITY` rows, else one stratified held-out part,
+    as :func:`calopt.fit` decides), ``"cv:K"``, ``"holdout:F"``, or ``"none"`` (the
+    mixture, no check). The one kept is refitted on every row. The result's
+    ``options["aggregate"]`` records the models, their scales, θ̂, the candidates'
+    held-out values, the bootstrap win probability and what was chosen.
     """
     named = load_models(models)
     names, bases = list(named), list(named.values())
@@ -204,6 +319,7 @@ def aggregate(
             raise ParameterError(f"{name} must be a whole number ≥ 1, got {value!r}")
     if weighting not in ("measure", "none"):
         raise ParameterError(f"weighting must be 'measure' or 'none', got {weighting!r}")
+    rule = parse_rule(select)
     if X.shape[1] != bases[0].n_features:
         raise DataError(f"X has {X.shape[1]} features, the models have {bases[0].n_features}")
     y_pm = encode_like(to_numpy(y), bases[0].classes, source="aggregation labels")
@@ -211,52 +327,62 @@ def aggregate(
         raise ParameterError(f"X has {X.shape[0]} rows but y has {y_pm.shape[0]} labels")
     if not (0 < np.sum(y_pm > 0) < y_pm.size):
         raise DataError("only one class; aggregation needs both", source="aggregation labels")
+    rule = resolve_rule(rule, y_pm)
 
     started = time.perf_counter()
     scores = np.column_stack([to_numpy(model.decision_function(X)).astype(np.float64)
                               for model in bases])
-    scales = np.max(np.abs(scores), axis=0)
-    scales[~(scales > 0) | ~np.isfinite(scales)] = 1.0
-    if weighting == "measure":
-        positive_weight, negative_weight, anchor = measure_weights(scores, y_pm, measure)
+    fit = {"loss": loss, "epochs": epochs, "batch_size": batch_size or BATCH_SIZE, "weighting": weighting}
+    candidates = [("mixture", algorithm, None)]
+    selection = None
+    if rule.kind != "none":
+        candidates += [(name, algorithm, j) for j, name in enumerate(names)]
+        chosen, values, confidence = select_candidate(scores, y_pm, candidates, rule, measure=measure, seed=seed,
+                                                      **fit)
+        selection = {"rule": str(rule), "chosen": candidates[chosen][0],
+                     "candidates": [{"candidate": name, "value": value}
+                                    for (name, _, _), value in zip(candidates, values)],
+                     "best_alone": candidates[1 + int(np.argmax(values[1:]))][0], "win_probability": confidence,
+                     "confidence": CONFIDENCE}
     else:
-        positive_weight, negative_weight, anchor = 1.0, 1.0, None
-    # mean 1 over the rows by construction (measure_weights), so used as they are
-    row_weights = np.where(y_pm > 0, positive_weight, negative_weight)
-    scales = scales / np.array([risk_slope(scores[:, j] / scales[j], y_pm, loss, row_weights)
-                                for j in range(len(bases))])
-    predictions = scores / scales  # H(x): each model at its φ-risk-optimal scale
-
-    backend = get_backend("numpy")
-    data = prepare(predictions, y_pm, backend, scale=False, weight=row_weights)
-    n = int(y_pm.size)
-    problem = Problem(backend.xp, backend.dtype, backend.device, n, len(bases), float(np.mean(y_pm > 0)),
-                      measure, loss, batch_size or BATCH_SIZE, epochs,
-                      max_weight=max(positive_weight, negative_weight))
-    task = AggregationTask(data.X, data.y, data.rows_weight(), measure, loss, tune_threshold, backend.xp)
-    trained = train(data, algorithm, problem, task, seed=seed, run_options={}, started=started)
-    theta = trained.w
-    weights = theta / scales
+        chosen = 0
+    _, algorithm, vertex = candidates[chosen]
+    mixture = fit_mixture(scores, y_pm, measure=measure, algorithm=algorithm, seed=seed, vertex=vertex,
+                          tune_threshold=tune_threshold, started=started, **fit)
+    weights, trained = mixture.weights, mixture.trained
+    if trained is None:  # a vertex: the model alone, its threshold tuned as the pipeline's would be
+        threshold = best_threshold(scores @ weights, y_pm, measure)[0] if tune_threshold else 0.0
+        history, epochs_run, status = [], 0, CONVERGED
+        message = (f"{names[vertex]} alone: it beat the mixture on {selection['win_probability']:.0%} of bootstrap "
+                   f"resamples of the held-out rows ({selection['rule']})")
+        seconds = time.perf_counter() - started
+        algorithm_spec, params = algorithm.spec, algorithm.params
+    else:
+        threshold, history, epochs_run = trained.threshold, trained.result.history, trained.result.epochs
+        status, message, seconds = trained.result.status, trained.result.message, trained.seconds
+        algorithm_spec, params = trained.algorithm.spec, trained.algorithm.params
     coef = sum(weight * model.coef for weight, model in zip(weights, bases))
     intercept = float(sum(weight * model.intercept for weight, model in zip(weights, bases)))
+    negative_weight, positive_weight = mixture.class_weights
     return LinearModel(
         coef=np.asarray(coef, dtype=np.float64),
-        intercept=intercept - trained.threshold,
+        intercept=intercept - threshold,
         classes=tuple(bases[0].classes),
         measure=measure.spec,
-        algorithm=trained.algorithm.spec,
+        algorithm=algorithm_spec,
         loss=loss.spec,
-        threshold=trained.threshold,
-        options={"epochs": trained.result.epochs, "batch_size": problem.batch_size, "seed": seed,
-                 "backend": backend.name, "dtype": backend.dtype_name,
-                 "tune_threshold": tune_threshold, "algorithm_params": trained.algorithm.params,
-                 "aggregate": {"models": names, "scales": scales.tolist(), "theta": theta.tolist(),
+        threshold=threshold,
+        options={"epochs": epochs_run, "batch_size": fit["batch_size"], "seed": seed,
+                 "backend": "numpy", "dtype": get_backend("numpy").dtype_name,
+                 "tune_threshold": tune_threshold, "algorithm_params": params,
+                 "aggregate": {"models": names, "scales": mixture.scales.tolist(), "theta": mixture.theta.tolist(),
                                "weighting": weighting, "class_weights": [negative_weight, positive_weight],
-                               "anchor": None if anchor is None else names[anchor],
-                               "base_algorithms": [model.algorithm for model in bases]}},
-        history=trained.result.history,
-        fit_seconds=trained.seconds,
-        status=trained.result.status,
-        message=trained.result.message,
+                               "anchor": None if mixture.anchor is None else names[mixture.anchor],
+                               "base_algorithms": [model.algorithm for model in bases],
+                               "select": selection, "chosen": candidates[chosen][0]}},
+        history=history,
+        fit_seconds=seconds,
+        status=status,
+        message=message,
         version=__version__,
     )
