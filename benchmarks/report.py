@@ -19,9 +19,14 @@ REPORT = HERE.parent / "BENCHMARKS.md"
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-run", action="store_true", help="only rewrite BENCHMARKS.md from benchmarks/results")
+    args = parser.parse_args()
     scripts = ("bench_measures.py", "convergence.py", "bench_throughput.py", "bench_scaling.py",
                "bench_time_to_target.py", "bench_slnd.py", "bench_aggregate.py")
-    for script in scripts if "--no-run" not in sys.argv else ():  # --no-run: re-render the JSON
+    for script in scripts if not args.no_run else ():  # --no-run: re-render the JSON
         subprocess.run([sys.executable, str(HERE / script)], check=True)
     rows = json.loads((RESULTS / "measures.json").read_text())["rows"]
     curves = json.loads((RESULTS / "convergence.json").read_text())
