@@ -307,7 +307,6 @@ class Multinomial(Lbfgs):
         had tied top scores (the zero model of the first pass: every row)."""
         return None if bool(state.x_ties > 0) else state.x_hits
 
-
     # one model: (W, b) flattened into one vector
     @staticmethod
     def _flat(w: Array, b: Array, xp: Any) -> Array:
@@ -321,9 +320,3 @@ class Multinomial(Lbfgs):
     @staticmethod
     def _sum(w: Array, xp: Any) -> Array:
         return xp.sum(w)
-
-    def train_top1(self, state: LbfgsState) -> Array | None:
-        """The accepted iterate was scored on every training row in the pass that tried it: its
-        share of hits there is its training top-1 (unweighted, as the history's), unless a row
-        had tied top scores (the zero model of the first pass: every row)."""
-        return None if bool(state.x_ties > 0) else state.x_hits
