@@ -566,7 +566,7 @@ def _rounds(shards: _Shards, algorithm: Algorithm, problem: Problem, backend: An
             status, message = NONFINITE, f"diverged in round {epoch + 1}: non-finite weights; kept round {epoch}"
             break
         row: dict[str, float] = {"epoch": epoch, "seconds": seconds}
-        row.update({k: float(v) for k, v in trainer.describe_state(state).items() if getattr(v, "ndim", 0) == 0})
+        row.update(trainer.history_numbers(state))
         history.append(row)
         if callback is not None:
             try:

@@ -96,6 +96,11 @@ class Trainer:
     def describe_state(self, state: TrainerState) -> dict[str, Any]:
         return self.algorithm.describe_state(state.algorithm)
 
+    def history_numbers(self, state: TrainerState) -> dict[str, float]:
+        """The numbers ``describe_state`` gives for a history row: its 0-d values (the per-model
+        arrays of stacked runs are not history numbers)."""
+        return {k: float(v) for k, v in self.describe_state(state).items() if getattr(v, "ndim", 0) == 0}
+
 
 class EpochRecord(NamedTuple):
     """What the loop hands a callback after each epoch."""
@@ -206,8 +211,7 @@ def run(
         row: dict[str, float] = {"epoch": epoch, "seconds": seconds}
         if record is not None:
             row.update(record(info))
-        # per-model arrays of stacked runs are not history numbers
-        row.update({k: float(v) for k, v in trainer.describe_state(state).items() if getattr(v, "ndim", 0) == 0})
+        row.update(trainer.history_numbers(state))
         history.append(row)
         if callback is not None:
             try:

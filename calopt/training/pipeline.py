@@ -225,16 +225,17 @@ class BinaryTask:
     def _cut(self, w: Array, b: Array) -> tuple[Array, Array | None]:
         """The threshold (0-d) for (w, b) and, when tuned on the training rows, the value there."""
         X, y, weight = self.tune
+        scores = X @ w + b
         if self.share is not None and isinstance(self.measure, ConstrainedMeasure):
-            threshold, found = feasible_threshold_at_share(X @ w + b, y, self.measure, self.share, weight)
+            threshold, found = feasible_threshold_at_share(scores, y, self.measure, self.share, weight)
             self.rule = SHARE_FEASIBLE
             if bool(found):
                 return threshold, None
             self.rule = TRAINING_CLOSEST
-            return best_cut(X @ w + b, y, self.measure, weight)
+            return best_cut(scores, y, self.measure, weight)
         if self.share is not None:
-            return threshold_at_share(X @ w + b, self.share, weight), None
-        return best_cut(X @ w + b, y, self.measure, weight)
+            return threshold_at_share(scores, self.share, weight), None
+        return best_cut(scores, y, self.measure, weight)
 
     def threshold(self, w: Array, b: Array) -> float:
         """The decision threshold for (w, b): at the positive share chosen on held-out data,
