@@ -223,12 +223,14 @@ def test_training_stops_when_no_candidate_improved_for_patience_passes():
 
 def test_a_selection_may_choose_the_constant_model_on_held_out_evidence():
     """Labels independent of X, 3% positives: for Gower-Legendre (accuracy-like) predicting every
-    row negative is best, which L-BFGS's first pass (w = 0) does; that is a model, not a failure."""
+    row negative is best, which L-BFGS's first pass (w = 0) does and no later pass beats; that is
+    a model, not a failure (the later passes tie it, and ties go to the later pass)."""
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(600, 4)), np.where(rng.random(600) < 0.03, 1.0, -1.0)
     model = calopt.fit(X, y, measure="gower-legendre", algorithm="lbfgs", patience=2, max_epochs=6)
     chosen = model.options["selection"]
-    assert chosen["epochs"] == 1 and np.all(model.coef == 0) and np.all(model.predict(X) == -1)
+    assert model.status == 0 and np.all(model.predict(X) == -1)
+    assert chosen["positive_share"] == 0 and chosen["epochs"] == chosen["epochs_run"]
     negatives = np.mean(y < 0)
     assert chosen["value"] == pytest.approx(negatives / (negatives + 0.5 * (1 - negatives)))
 
@@ -333,3 +335,20 @@ def test_an_interrupted_selection_resumes_to_the_same_model(tmp_path):
     assert resumed.intercept == reference.intercept and resumed.algorithm == reference.algorithm
     assert resumed.options["selection"] == reference.options["selection"]
     assert math.isfinite(resumed.options["selection"]["value"])
+
+
+def test_ties_of_the_held_out_value_go_to_the_later_pass():
+    """Separable classes with 12 positives: out of fold the measure reaches 1 after a pass or two
+    and stays there; each candidate keeps the refit model of the last pass that ties its best, not
+    the first (an early L-BFGS iterate, far from converged), and the run stops ``patience`` passes
+    after the value last rose."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3))
+    y = np.where(np.arange(300) < 12, 1.0, -1.0)
+    X[y > 0, 0] += 6.0
+    model = calopt.fit(X, y, measure="min", algorithm="lbfgs:C=1", patience=4, max_epochs=40)
+    chosen = model.options["selection"]
+    assert chosen["rule"] == "cv:5" and chosen["value"] == 1.0 and len(chosen["candidates"]) == 1
+    reached = min(row["epoch"] for row in model.history if row["validation"] == 1.0)
+    assert chosen["epochs_run"] == reached + 4 == len(model.history)
+    assert chosen["epochs"] == chosen["epochs_run"]
