@@ -214,7 +214,7 @@ class BinaryTask:
         self.measure, self.train, self.evaluation = measure, train, evaluation
         self.tune = train if tune is None else tune
         self.tune_threshold = tune_threshold
-        #: The share of the held-out rows predicted positive at the threshold the settings selection
+        #: The positive share at the threshold the settings selection
         #: chose on them: the model's threshold puts the same share of its training rows above it
         #: (:func:`~calopt.training.threshold.threshold_at_share`) instead of tuning there.
         self.share: float | None = None
@@ -564,7 +564,7 @@ def fit(
     rule = parse_rule(select)
     resume = checked_resume(checkpoint, checkpoint_every, resume)
     y_pm, classes = encode_binary(labels, positive=positive, source="training labels")
-    rule = _selection_rule([candidate for candidate, _ in algorithms], rule, y_pm)
+    rule = _selection_rule([candidate for candidate, _ in algorithms], rule, y_pm, int(X.shape[1]))
     resolved = resolve_backend(X, backend, dtype, device)
     if X.shape[0] != y_pm.shape[0]:
         raise ParameterError(f"X has {X.shape[0]} rows but y has {y_pm.shape[0]} labels")
@@ -594,10 +594,10 @@ def _fit_on_cluster(X: Any, y: Any, *, backend: Any, device: Any, sample_weight:
     return fit_on_cluster(X, y, **options)
 
 
-def _selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarray) -> Rule:
-    """The rule for training ``algorithms`` on labels ``y`` (±1): ``rule`` (None: automatic) checked
-    against the data, or ``none`` when an algorithm reads the data its own way (it cannot be
-    cross-fitted: an error when a rule was given)."""
+def _selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarray, n_features: int) -> Rule:
+    """The rule for training ``algorithms`` on labels ``y`` (±1) and rows of ``n_features``: ``rule``
+    (None: automatic) checked against the data, or ``none`` when an algorithm reads the data its
+    own way (it cannot be cross-fitted: an error when a rule was given)."""
     if rule is not None and rule.kind == "none":
         return rule
     unfoldable = [algorithm.name for algorithm in algorithms if not foldable(algorithm)]
@@ -606,7 +606,7 @@ def _selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarra
             raise ParameterError(f"select={rule}: algorithm {unfoldable[0]!r} trains on a reader of its own and "
                                  f"cannot be cross-fitted; use select='none'")
         return Rule("none")  # its own settings, DEFAULT_EPOCHS passes
-    return resolve_rule(rule, y)
+    return resolve_rule(rule, y, n_features)
 
 
 def _algorithms(measure: Measure, algorithm: Any, loss: Any) -> list[tuple[Algorithm, Any]]:
@@ -879,7 +879,7 @@ def _fit_one_class_at_a_time(
         class_data = data.with_labels(data.y_host[c])
         class_eval = None if evaluation is None else evaluation.with_labels(evaluation.y_host[c])
         try:
-            rule = _selection_rule([algorithm], select, class_data.y_host)
+            rule = _selection_rule([algorithm], select, class_data.y_host, int(data.X.shape[1]))
             model = _fit_binary(class_data, (-1.0, 1.0), measure, [(algorithm, loss)], class_eval, epochs=epochs,
                                 batch_size=batch_size, seed=seed, scale=scale, tune_threshold=True, select=rule,
                                 patience=patience, max_epochs=max_epochs,

@@ -7,7 +7,8 @@ decision threshold:
 
 * the rule comes from the data (:func:`resolve_rule`): K-fold cross-fitting when the
   smaller class has fewer than :data:`CV_MINORITY` rows, where one split would leave a
-  few dozen held-out rows of it; one stratified held-out fraction when it has more;
+  few dozen held-out rows of it, or when the rows have at least as many features as there
+  are rows; one stratified held-out fraction otherwise;
 * for each candidate, K fold models (a fold's held-out rows weigh 0) and the refit model
   (every row) are trained together, in one run of the training loop (:class:`Selector`);
   a ``stackable`` algorithm trains all of them as the columns of one stacked model on the
@@ -19,10 +20,16 @@ decision threshold:
   +0.0133 to +0.0170); training stops when no candidate has improved for ``patience``
   passes (or at ``max_epochs``);
 * the model is the best candidate's refit model at its best pass, with the threshold that
-  predicts positive the share of its training rows that the best out-of-fold threshold
-  predicted positive of the held-out rows (a rate, so it carries over between models
-  whose scores differ in scale, which a raw threshold does not); under rate constraints,
-  the nearest such threshold that also meets them on the training rows (the pipeline's
+  predicts positive a share of its training rows (a rate, so it carries over between models
+  whose scores differ in scale, which a raw threshold does not): with K folds, the share of
+  the rows each fold model trained on that it puts above the best out-of-fold threshold
+  (its in-sample share, the mean over the folds: where a model fits its training rows, as
+  on sparse text with more features than rows, training rows score higher than new ones,
+  and the share the threshold leaves above it on held-out rows would put the refit model's
+  threshold too high); with one held-out split (large data), the share of the held-out rows
+  above it; under rate constraints the held-out rows' share with K folds too (the rules
+  ``benchmarks/constraint_threshold_rules.py`` measured), carried over to the nearest
+  threshold that also meets them on the training rows (the pipeline's
   ``SHARE_FEASIBLE``: the pooled out-of-fold scores break ties that the refit model's
   scores keep, so a share can fall across a block of tied scores).
 
@@ -45,6 +52,7 @@ import numpy as np
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, get_backend, is_sparse, namespace, to_numpy
 from calopt.components import Component, parse_spec
+from calopt.constraints import ConstrainedMeasure
 from calopt.errors import ParameterError, TrainingError
 from calopt.io.batches import ArrayReader, Batch
 from calopt.training.loop import Trainer, run
@@ -143,16 +151,20 @@ def parse_rule(text: str | Rule) -> Rule | None:
     raise ParameterError(f"select={text!r}: expected auto, none, cv:K (K ≥ 2) or holdout:F (0 < F < 1)")
 
 
-def resolve_rule(rule: Rule | None, y: np.ndarray) -> Rule:
-    """The rule for labels ``y`` (±1): as given, else K-fold below :data:`CV_MINORITY` rows in the
-    smaller class and one held-out split from there on. A given rule must leave each fold a row
-    of that class; the automatic one takes fewer folds when it has fewer than K rows, and is
-    ``none`` (nothing can be held out) when it has one."""
+def resolve_rule(rule: Rule | None, y: np.ndarray, n_features: int = 0) -> Rule:
+    """The rule for labels ``y`` (±1) and rows of ``n_features``: as given, else K-fold below
+    :data:`CV_MINORITY` rows in the smaller class, or when there are at least as many features
+    as rows (a model can then fit its training rows, and only the fold models' in-sample shares
+    carry the threshold over to the refit model: :meth:`Selector._seen_share`), and one held-out
+    split otherwise. A given rule must leave each fold a row of that class; the automatic one
+    takes fewer folds when it has fewer than K rows, and is ``none`` (nothing can be held out)
+    when it has one."""
     minority = int(min(np.sum(y > 0), np.sum(y <= 0)))
     if rule is None:  # K = 5, or as many folds as that class has rows (none below 2)
         if minority < 2:
             return Rule("none")
-        rule = Rule("cv", folds=min(FOLDS, minority)) if minority < CV_MINORITY else Rule("holdout", fraction=HOLDOUT)
+        small = minority < CV_MINORITY or n_features >= y.size
+        rule = Rule("cv", folds=min(FOLDS, minority)) if small else Rule("holdout", fraction=HOLDOUT)
     if rule.kind == "cv" and rule.folds > minority:
         raise ParameterError(f"select={rule}: the smaller class has {minority} rows, fewer than the folds")
     if rule.kind == "holdout" and min(round(rule.fraction * minority), minority - round(rule.fraction * minority)) < 1:
@@ -303,7 +315,7 @@ class SelectionState(NamedTuple):
     values: list  #: best held-out value of each candidate (every arm's, in order)
     epochs: list  #: the pass that reached it
     thresholds: list  #: the best threshold of the out-of-fold scores there
-    shares: list  #: the share of held-out rows predicted positive there
+    shares: list  #: the positive share the refit model's threshold keeps (:meth:`Selector._score`)
     coef: Array  #: (d, candidates): each candidate's refit model at that pass
     intercept: Array  #: (candidates,)
     scores: Array  #: (held-out rows, candidates): the out-of-fold scores there (each row by the model that did not see it)
@@ -346,6 +358,9 @@ class Selector:
         mask = np.concatenate([folds[held][:, None] == np.arange(self.K)[None, :],
                                np.zeros((held.size, 1), dtype=bool)], axis=1)
         self.mask = backend.asarray(mask[:, None, :].astype(np.float64))
+        #: with K folds, 1 where fold k's model trained on the row (rows, 1, K): where the fold models'
+        #: in-sample positive share is counted (:meth:`_seen_share`)
+        self.seen = 1.0 - self.mask[:, :, :self.K] if self.K > 1 else None
         self.sizes = [len(arm.grid) for arm in arms]
         #: the columns of each arm in the weights the reader serves: every candidate's K + 1
         bounds = np.cumsum([0] + [S * (self.K + 1) for S in self.sizes])
@@ -404,19 +419,23 @@ class Selector:
     def _score(self, state: SelectionState, passes: int) -> SelectionState:
         """Score every candidate's out-of-fold predictions; keep each one's best pass."""
         xp = self.backend.xp
-        held_out, refit_w, refit_b, finite = [], [], [], []
+        held_out, refit_w, refit_b, finite, seen = [], [], [], [], []
         for arm, arm_state, S in zip(self.arms, state.arms, self.sizes):
             w, b = arm.weights(arm_state, xp)
             models_finite = xp.all(xp.isfinite(w), axis=0) & xp.isfinite(b)
             finite.append(xp.all(xp.reshape(models_finite, (S, self.K + 1)), axis=1))
             scores = xp.reshape(self.X_held @ w + b, (-1, S, self.K + 1))
             held_out.append(xp.sum(scores * self.mask, axis=2))  # (rows, S): each row by the model that did not see it
+            seen.append(scores[:, :, :self.K])
             refit = xp.asarray(np.arange(S) * (self.K + 1) + self.K, device=self.backend.device)
             refit_w.append(xp.take(w, refit, axis=1))
             refit_b.append(xp.take(b, refit, axis=0))
         held_out = xp.concat(held_out, axis=1)
         thresholds, values = best_cut(held_out, self.y_held, self.measure, self.w_held)
-        shares = positive_share(held_out, thresholds, self.w_held)
+        if self.K > 1 and not isinstance(self.measure, ConstrainedMeasure):
+            shares = self._seen_share(xp.concat(seen, axis=1), thresholds)
+        else:
+            shares = positive_share(held_out, thresholds, self.w_held)
         finite = xp.astype(xp.concat(finite), values.dtype)
         numbers = to_numpy(xp.stack([thresholds, values, shares, finite], axis=1))  # one transfer a pass
         best_values, epochs = list(state.values), list(state.epochs)
@@ -438,6 +457,15 @@ class Selector:
         return state._replace(values=best_values, epochs=epochs, thresholds=best_thresholds, shares=best_shares,
                               coef=coef, intercept=intercept,
                               scores=scores, best=best, stale=stale, diverged=diverged)
+
+    def _seen_share(self, scores: Array, thresholds: Array) -> Array:
+        """(candidates,): the share of the rows it trained on that each fold model scores above its
+        candidate's threshold, the mean over the K folds (``scores`` (rows, candidates, K): every
+        row by every fold model; a row counts for fold k when fold k trained on it)."""
+        xp = namespace(scores)
+        above = xp.astype(scores > thresholds[None, :, None], scores.dtype)
+        mass = self.seen if self.w_held is None else self.seen * self.w_held[:, None, None]
+        return xp.mean(xp.sum(above * mass, axis=0) / xp.sum(mass, axis=0), axis=1)
 
     def moved(self, state: SelectionState) -> bool:
         """Whether any model of any arm has left w = 0, b = 0 (one host transfer)."""
@@ -526,8 +554,9 @@ class Selector:
         return self.y_held, state.scores[:, self.best_index(state)], self.w_held
 
     def share(self, state: SelectionState) -> float | None:
-        """The chosen candidate's share of held-out rows predicted positive (None before any pass
-        was scored): the model's threshold puts that share of the training rows above it."""
+        """The chosen candidate's positive share (None before any pass was scored): the model's
+        threshold puts that share of the training rows above it (the fold models' in-sample
+        share with K folds, the held-out rows' share with one split)."""
         if not math.isfinite(state.best):
             return None
         return state.shares[self.best_index(state)]
@@ -574,7 +603,7 @@ class Selection:
     loss: Any  #: the loss it trained with
     epochs: int  #: the chosen number of passes
     threshold: float  #: the best threshold of the out-of-fold scores there
-    share: float  #: the share of the held-out rows predicted positive at that threshold
+    share: float  #: the positive share the refit model's threshold keeps (in-sample with K folds, held-out with one split)
     value: float  #: the held-out value of the measure there
     rule: Rule
     candidates: list[Candidate] = field(default_factory=list)
