@@ -1,16 +1,22 @@
-"""Real sparse text, outside the wide benchmark: the SMS Spam Collection (Almeida & Gómez Hidalgo,
-UCI, CC BY 4.0; 5,574 messages, 13.4% spam; not shipped: pass the path of the tab-separated
-``SMSSpamCollection`` file, label then text, an optional ``cat\\tmsg`` header line).
+"""Real sparse text, outside the wide benchmark: calopt's default against the wide benchmark's
+route on TF-IDF features. Two public collections (UCI, CC BY 4.0; not shipped: give the path):
 
-TF-IDF (scikit-learn's ``TfidfVectorizer(sublinear_tf=True)``, fitted on the training part:
-about 7,200 features for 3,900 rows), stratified 70/30 splits with seeds 0-2, the seven
-measures; ``sms`` is the whole collection, ``sms3`` keeps every ham and a seeded sample of
-spam making 3% positives. calopt's default (``calopt.fit(X, y, measure=M)``) against the wide
-benchmark's route (``bench_suite.run_route``: TunedThresholdClassifierCV(MaxAbsScaler +
-LogisticRegression, cv=5) tuned for the measure), in the same run. Writes
-``results/text.json`` (or ``--out``) and prints a line a cell and the summary.
+* the SMS Spam Collection (Almeida & Gómez Hidalgo): the tab-separated ``SMSSpamCollection``
+  file, label (``ham``/``spam``) then text, an optional ``cat\tmsg`` header line; 5,574
+  messages, 13.4% spam (positive);
+* Sentiment Labelled Sentences (Kotzias et al., 2015): a directory with
+  ``amazon_cells_labelled.txt``, ``imdb_labelled.txt`` and ``yelp_labelled.txt`` (a sentence,
+  a tab, 0 or 1); 3,000 sentences, half positive.
 
-    python benchmarks/bench_text.py PATH/SMSSpamCollection [--calopt-kwargs JSON]
+TF-IDF (scikit-learn's ``TfidfVectorizer(sublinear_tf=True)``, fitted on the training part),
+stratified 70/30 splits with seeds 0-2, the seven measures, two variants: the whole
+collection, and every negative with a seeded sample of positives making ``--rate`` of the
+rows. calopt's default (``calopt.fit(X, y, measure=M)``) against ``bench_suite.run_route``
+(TunedThresholdClassifierCV(MaxAbsScaler + LogisticRegression, cv=5) tuned for the measure),
+in the same run. Writes ``--out`` and prints a line a cell and the summary.
+
+    python benchmarks/bench_text.py PATH/SMSSpamCollection --rate 0.03
+    python benchmarks/bench_text.py PATH/sentiment_dir --rate 0.1 --out benchmarks/results/text_sentences.json
 """
 
 from __future__ import annotations
@@ -26,10 +32,26 @@ sys.path.insert(0, str(Path(__file__).parent))
 import bench_suite  # noqa: E402
 
 
-def messages(path: Path) -> tuple[list[str], np.ndarray]:
-    """The texts and their labels (1 spam, 0 ham) of the collection's file."""
+def _lines(path: Path) -> list[str]:
+    """The file's lines, split at newlines only (``str.splitlines`` also splits at U+0085, which
+    one of the sentences contains)."""
+    return path.read_text(encoding="utf-8").replace("\r\n", "\n").rstrip("\n").split("\n")
+
+
+def messages(path: Path) -> tuple[str, list[str], np.ndarray]:
+    """The collection's name, texts and labels (1 positive: spam, or a positive sentence)."""
+    if path.is_dir():
+        texts, labels = [], []
+        for name in ("amazon_cells_labelled.txt", "imdb_labelled.txt", "yelp_labelled.txt"):
+            for number, line in enumerate(_lines(path / name), 1):
+                text, _, label = line.rpartition("\t")
+                if label.strip() not in ("0", "1") or not text.strip():
+                    raise SystemExit(f"{path / name}:{number}: expected a sentence, a tab and 0 or 1")
+                texts.append(text)
+                labels.append(int(label))
+        return "sentences", texts, np.asarray(labels)
     texts, labels = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(_lines(path), 1):
         label, _, text = line.partition("\t")
         if label == "cat" and number == 1:
             continue
@@ -37,12 +59,13 @@ def messages(path: Path) -> tuple[list[str], np.ndarray]:
             raise SystemExit(f"{path}:{number}: expected 'ham' or 'spam', a tab and the text")
         texts.append(text)
         labels.append(1 if label == "spam" else 0)
-    return texts, np.asarray(labels)
+    return "sms", texts, np.asarray(labels)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path", type=Path)
+    parser.add_argument("path", type=Path, help="the SMSSpamCollection file, or the sentences' directory")
+    parser.add_argument("--rate", type=float, default=0.03, help="the positive share of the second variant")
     parser.add_argument("--calopt-kwargs", default="{}", help="JSON object of extra keyword arguments for calopt.fit")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "text.json")
     args = parser.parse_args()
@@ -50,11 +73,12 @@ def main() -> None:
     from sklearn.model_selection import train_test_split
 
     bench_suite.limit_threads()
-    texts, y_all = messages(args.path)
+    name, texts, y_all = messages(args.path)
     kwargs = json.loads(args.calopt_kwargs)
     spam, ham = np.flatnonzero(y_all == 1), np.flatnonzero(y_all == 0)
-    sample = np.random.default_rng(0).choice(spam, int(0.03 / 0.97 * ham.size), replace=False)
-    variants = {"sms": np.arange(y_all.size), "sms3": np.sort(np.concatenate([ham, sample]))}
+    sample = np.random.default_rng(0).choice(spam, int(args.rate / (1 - args.rate) * ham.size), replace=False)
+    variants = {name: np.arange(y_all.size),
+                f"{name}{round(100 * args.rate)}": np.sort(np.concatenate([ham, sample]))}
     cells = {}
     for variant, keep in variants.items():
         for seed in (0, 1, 2):
@@ -62,7 +86,7 @@ def main() -> None:
                 [texts[i] for i in keep], y_all[keep], test_size=0.3, random_state=seed, stratify=y_all[keep])
             vectorizer = TfidfVectorizer(sublinear_tf=True)
             X_train = vectorizer.fit_transform(t_train)
-            data = bench_suite.Dataset(variant, "SMS Spam Collection, TF-IDF", X_train, y_train,
+            data = bench_suite.Dataset(variant, f"{name}, TF-IDF", X_train, y_train,
                                        vectorizer.transform(t_test), y_test, 1, 0,
                                        f"stratified 70%/30%, seed {seed}")
             for measure in bench_suite.MEASURES:
@@ -76,7 +100,7 @@ def main() -> None:
                         "test_positives": int(np.sum(y_test == 1)), "features": int(X_train.shape[1]),
                         "rule": selection.get("rule"), "algorithm": selection.get("algorithm")}
                 cells[f"{variant}|{measure}|{seed}"] = cell
-                print(f"{variant:5s} {measure:15s} seed {seed}: route {cell['route']:.4f} calopt {cell['calopt']:.4f} "
+                print(f"{variant:11s} {measure:15s} seed {seed}: route {cell['route']:.4f} calopt {cell['calopt']:.4f} "
                       f"({cell['margin']:+.4f}) {cell['rule']} {cell['algorithm']}", flush=True)
     margins = np.array([cell["margin"] for cell in cells.values()])
     summary = {"cells": len(margins), "mean_margin": float(margins.mean()), "median_margin": float(np.median(margins)),
