@@ -111,3 +111,33 @@ def test_across_splits_averages_each_variant_and_counts_the_auto_choices(tmp_pat
     assert "| auto | 1 | 2 | +0.0100 | +0.0100 | 1.000 | 0 | 0.38 |" in text  # −0.005, +0.025
     assert "| **auto** | mean | 4 | +0.0050 | +0.0050 | 1.000 | 0.0 | 0.38 |" in text
     assert "auto split 0: the measure's own solver in 1 cells, the plug-in route in 1" in text
+
+
+def _bench_text():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_text.py"
+    spec = importlib.util.spec_from_file_location("bench_text", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_text_reads_both_collections(tmp_path):
+    """The SMS file (with its header line) and the sentences' three files, one of whose sentences
+    holds U+0085, which ``str.splitlines`` would take for a line break."""
+    bench_text = _bench_text()
+    sms = tmp_path / "SMSSpamCollection"
+    sms.write_text("cat\tmsg\nham\tok lar\nspam\tWIN a prize\nham\tsee you\n", encoding="utf-8")
+    name, texts, labels = bench_text.messages(sms)
+    assert name == "sms" and texts == ["ok lar", "WIN a prize", "see you"] and labels.tolist() == [0, 1, 0]
+    folder = tmp_path / "sentences"
+    folder.mkdir()
+    for file, content in (("amazon_cells_labelled.txt", "Great phone.\t1\nBroke at once.\t0\n"),
+                          ("imdb_labelled.txt", "The script is\u0085was there a script?  \t0\n"),
+                          ("yelp_labelled.txt", "Loved it.\t1\r\n")):
+        (folder / file).write_text(content, encoding="utf-8", newline="")
+    name, texts, labels = bench_text.messages(folder)
+    assert name == "sentences" and len(texts) == 4 and labels.tolist() == [1, 0, 0, 1]
+    assert texts[2] == "The script is\u0085was there a script?  "
+    (folder / "yelp_labelled.txt").write_text("no label here\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="yelp_labelled.txt:1"):
+        bench_text.messages(folder)
