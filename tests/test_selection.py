@@ -382,11 +382,14 @@ def test_the_positive_share_is_the_fold_models_in_sample_share(monkeypatch):
             assert shares[c] == pytest.approx(np.mean(per_fold), abs=1e-12)
 
 
-def test_more_features_than_rows_is_cross_fitted():
-    """One held-out split needs both many rows of the smaller class and fewer features than rows."""
+def test_one_split_needs_many_rows_many_minority_rows_and_fewer_features_than_rows():
+    """One held-out split needs many rows of the smaller class, at least ``cv_rows`` rows and fewer
+    features than rows; a given rule is kept."""
     y = np.where(np.arange(4000) < 600, 1.0, -1.0)
     assert resolve_rule(None, y, n_features=300) == Rule("holdout", fraction=0.2)
     assert resolve_rule(None, y, n_features=4000) == Rule("cv", folds=5)
+    assert resolve_rule(None, y, n_features=300, cv_rows=4001) == Rule("cv", folds=5)
+    assert resolve_rule(None, y, n_features=300, cv_rows=4000) == Rule("holdout", fraction=0.2)
     assert resolve_rule(Rule("holdout", fraction=0.2), y, n_features=4000) == Rule("holdout", fraction=0.2)
 
 

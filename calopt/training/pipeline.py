@@ -47,6 +47,7 @@ from calopt.models.linear import LinearModel, MulticlassModel
 from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
 from calopt.training.loop import NONFINITE, EpochRecord, LoopResult
 from calopt.training.selection import (
+    CV_ROWS,
     MAX_EPOCHS,
     PATIENCE,
     Arm,
@@ -606,7 +607,7 @@ def _selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarra
             raise ParameterError(f"select={rule}: algorithm {unfoldable[0]!r} trains on a reader of its own and "
                                  f"cannot be cross-fitted; use select='none'")
         return Rule("none")  # its own settings, DEFAULT_EPOCHS passes
-    return resolve_rule(rule, y, n_features)
+    return resolve_rule(rule, y, n_features, CV_ROWS)
 
 
 def _algorithms(measure: Measure, algorithm: Any, loss: Any) -> list[tuple[Algorithm, Any]]:
