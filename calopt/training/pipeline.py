@@ -215,8 +215,8 @@ class BinaryTask:
         self.measure, self.train, self.evaluation = measure, train, evaluation
         self.tune = train if tune is None else tune
         self.tune_threshold = tune_threshold
-        #: The positive share at the threshold the settings selection
-        #: chose on them: the model's threshold puts the same share of its training rows above it
+        #: The positive share the settings selection chose (:meth:`Selector._score`): the model's
+        #: threshold puts that share of its training rows above it
         #: (:func:`~calopt.training.threshold.threshold_at_share`) instead of tuning there.
         self.share: float | None = None
         #: How the last threshold of a constrained model was chosen (:data:`SHARE_FEASIBLE` or
