@@ -79,19 +79,7 @@ def threshold_at_share(scores: Array, share: float, weight: Array | None = None)
     around the cut whose share above is nearest ``share``; one above the highest score for
     0, one below the lowest for 1.
     """
-    xp = namespace(scores)
-    n = scores.shape[0]
-    order = xp.argsort(-scores, stable=True)
-    sorted_scores = xp.take(scores, order)
-    mass = xp.ones_like(sorted_scores) if weight is None else xp.take(weight, order)
-    above = xp.cumulative_sum(mass, include_initial=True) / xp.sum(mass)  # share above cut k, k = 0..n
-    distinct = xp.concat([sorted_scores[:-1] > sorted_scores[1:], xp.ones((1,), dtype=xp.bool, device=device(scores))])
-    gap = xp.where(xp.concat([xp.ones((1,), dtype=xp.bool, device=device(scores)), distinct]),
-                   xp.abs(above - share), xp.full_like(above, xp.inf))
-    k = xp.argmin(gap)
-    padded = xp.concat([sorted_scores[:1] + 1.0, sorted_scores, sorted_scores[-1:] - 1.0])
-    high, low = xp.unstack(xp.take(padded, xp.stack([k, k + 1])))
-    return xp.where(k == 0, high, xp.where(k == n, low, (high + low) / 2))
+    return _cut_nearest_share(scores, share, weight)[0]
 
 
 def feasible_threshold_at_share(scores: Array, y: Array, measure: Any, share: float,
@@ -105,23 +93,37 @@ def feasible_threshold_at_share(scores: Array, y: Array, measure: Any, share: fl
     the flag is False.
     """
     xp = namespace(scores, y)
+
+    def feasible(order: Array, mass: Array) -> Array:
+        positive = xp.take(y, order) > 0
+        zero = xp.zeros_like(mass)
+        tp = xp.cumulative_sum(xp.where(positive, mass, zero), include_initial=True)
+        fp = xp.cumulative_sum(xp.where(positive, zero, mass), include_initial=True)
+        return measure.feasible(tp, fp, fp[-1] - fp, tp[-1] - tp, xp=xp)
+
+    return _cut_nearest_share(scores, share, weight, feasible)
+
+
+def _cut_nearest_share(scores: Array, share: float, weight: Array | None,
+                       allowed: Any = None) -> tuple[Array, Array]:
+    """The threshold of the cut between distinct sorted scores whose (weighted) share above is
+    nearest ``share`` among the cuts ``allowed(order, mass)`` admits (a boolean per cut k = 0..n,
+    from the scores' descending ``order`` and the rows' weights in it; None: every cut), and
+    whether any is admitted. Ties between shares go to the cut with fewer positive predictions."""
+    xp = namespace(scores)
     n = scores.shape[0]
     order = xp.argsort(-scores, stable=True)
     sorted_scores = xp.take(scores, order)
-    positive = xp.take(y, order) > 0
     mass = xp.ones_like(sorted_scores) if weight is None else xp.take(weight, order)
-    zero = xp.zeros_like(mass)
-    tp = xp.cumulative_sum(xp.where(positive, mass, zero), include_initial=True)
-    fp = xp.cumulative_sum(xp.where(positive, zero, mass), include_initial=True)
-    n_pos, n_neg = tp[-1], fp[-1]
-    above = (tp + fp) / (n_pos + n_neg)  # share above cut k, k = 0..n
+    above = xp.cumulative_sum(mass, include_initial=True) / xp.sum(mass)  # share above cut k, k = 0..n
     edge = xp.ones((1,), dtype=xp.bool, device=device(scores))
-    distinct = xp.concat([edge, sorted_scores[:-1] > sorted_scores[1:], edge])
-    allowed = distinct & measure.feasible(tp, fp, n_neg - fp, n_pos - tp, xp=xp)
-    k = xp.argmin(xp.where(allowed, xp.abs(above - share), xp.full_like(above, xp.inf)))
+    admitted = xp.concat([edge, sorted_scores[:-1] > sorted_scores[1:], edge])
+    if allowed is not None:
+        admitted = admitted & allowed(order, mass)
+    k = xp.argmin(xp.where(admitted, xp.abs(above - share), xp.full_like(above, xp.inf)))
     padded = xp.concat([sorted_scores[:1] + 1.0, sorted_scores, sorted_scores[-1:] - 1.0])
     high, low = xp.unstack(xp.take(padded, xp.stack([k, k + 1])))
-    return xp.where(k == 0, high, xp.where(k == n, low, (high + low) / 2)), xp.any(allowed)
+    return xp.where(k == 0, high, xp.where(k == n, low, (high + low) / 2)), xp.any(admitted)
 
 
 def best_threshold(scores: Array, y: Array, measure: Measure, weight: Array | None = None) -> tuple[float, float]:
