@@ -87,10 +87,6 @@ class RateConstraint:
         scale = max(abs(u1), abs(u2))
         return (u0 / scale, u1 / scale, u2 / scale) if scale > 0 else (u0, u1, u2)
 
-    def evaluate(self, y: Array, predictions: Array, *, xp: Any, weight: Array | None = None) -> float:
-        """The rate of ``predictions`` (±1) against labels ``y`` (±1), as a float."""
-        return float(self.value(*confusion_counts(y, predictions, xp=xp, dtype=y.dtype, weight=weight), xp=xp))
-
     def judge(self, y: Array, predictions: Array, *, xp: Any, weight: Array | None = None) -> dict[str, Any]:
         """The rate of ``predictions`` on rows the model did not train on, and whether it holds
         there: ``value``, ``satisfied`` (strictly), ``error`` (two standard errors of the rate as
