@@ -23,6 +23,7 @@ from calopt.training.selection import (
     Rule,
     fold_weights,
     folds_of,
+    grid_of,
     parse_rule,
     resolve_rule,
     win_probability,
@@ -353,6 +354,46 @@ def test_ties_of_the_held_out_value_go_to_the_later_pass():
     reached = min(row["epoch"] for row in model.history if row["validation"] == 1.0)
     assert chosen["epochs_run"] == reached + 4 == len(model.history)
     assert chosen["epochs"] == chosen["epochs_run"]
+
+
+def test_ties_between_candidates_go_to_the_algorithms_own_setting():
+    """Separable classes with 12 positives: every C reaches 1 out of fold, and the held-out rows
+    cannot tell them apart; lbfgs's own C = 1 (scikit-learn's default) is kept, not the grid's
+    first (the most regularised, C = 0.1)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3))
+    y = np.where(np.arange(300) < 12, 1.0, -1.0)
+    X[y > 0, 0] += 6.0
+    model = calopt.fit(X, y, measure="min", patience=4, max_epochs=40)
+    chosen = model.options["selection"]
+    assert [c["value"] for c in chosen["candidates"]] == [1.0, 1.0, 1.0]
+    assert chosen["algorithm"] == "lbfgs"
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_nearest_default_best_is_a_plain_search(seed):
+    """Against a plain loop: the highest value; among ties the smallest distance from the
+    algorithm's own settings (steps of the grid summed over the tunables; the middle for a
+    setting not on its grid), then the first."""
+    from calopt.algorithms import Tunable
+    from calopt.training.selection import grid_distance, nearest_default_best
+
+    class Algorithm:  # what grid_distance reads: the tunables and the algorithm's own values
+        tunables = (Tunable("step", (1.0, 10.0, 100.0)), Tunable("radius", (None, 1.0)), Tunable("l2", (0.1, 1.0)))
+        step, radius, l2 = None, None, 1.0  # the step is not on its grid: its middle (10) is the anchor
+
+    grid = grid_of(Algorithm())
+    distance = grid_distance(Algorithm(), grid)
+    for settings, d in zip(grid, distance):
+        assert d == (abs([1.0, 10.0, 100.0].index(settings["step"]) - 1) + (settings["radius"] is not None)
+                     + (settings["l2"] == 0.1))
+    rng = np.random.default_rng(seed)
+    values = rng.choice([-math.inf, 0.5, 0.75, 1.0], size=len(grid)).tolist()
+    best = None
+    for i, value in enumerate(values):
+        if best is None or value > values[best] or (value == values[best] and distance[i] < distance[best]):
+            best = i
+    assert nearest_default_best(values, distance) == best
 
 
 def test_the_positive_share_is_the_fold_models_in_sample_share(monkeypatch):

@@ -20,7 +20,10 @@ decision threshold:
   to the later, more trained model: on the wide benchmark this moved the mean margin from
   +0.0133 to +0.0170); training stops when no candidate has improved for ``patience``
   passes (or at ``max_epochs``);
-* the model is the best candidate's refit model at its best pass, with the threshold that
+* the model is the best candidate's refit model at its best pass (where candidates tie, the
+  one nearest the algorithm's own settings: on tiny data the held-out rows often cannot
+  tell them apart, and lbfgs's C = 1 did better there than the grid's first, most
+  regularised end), with the threshold that
   predicts positive a share of its training rows (a rate, so it carries over between models
   whose scores differ in scale, which a raw threshold does not): with K folds, the share of
   the rows each fold model trained on that it puts above the best out-of-fold threshold
@@ -241,6 +244,34 @@ def grid_of(algorithm: Algorithm, fixed: set[str] | frozenset[str] = frozenset()
     return [dict(zip((t.name for t in free), values)) for values in itertools.product(*(t.candidates for t in free))]
 
 
+def grid_distance(algorithm: Algorithm, grid: list[dict[str, Any]]) -> np.ndarray:
+    """(candidates,): how far each candidate's settings are from the algorithm's own, in steps
+    of the grid, summed over the tunables: from the algorithm's value of a tunable where its
+    candidates hold it (lbfgs ``C = 1``, gd ``l2 = 1e-6``), else from their middle (a step
+    scale the one-pass trial would choose)."""
+    anchors = {}
+    for tunable in algorithm.tunables:
+        own = getattr(algorithm, tunable.name, _NOT_SET)
+        anchors[tunable.name] = (tunable.candidates, tunable.candidates.index(own) if own in tunable.candidates
+                                 else (len(tunable.candidates) - 1) / 2)
+    return np.array([sum(abs(anchors[name][0].index(value) - anchors[name][1]) for name, value in settings.items())
+                     for settings in grid], dtype=np.float64)
+
+
+_NOT_SET = object()
+
+
+def nearest_default_best(values: Any, distance: np.ndarray) -> int:
+    """The index of the best of ``values``; ties go to the candidate nearest the algorithm's own
+    settings (the smallest ``distance``, :func:`grid_distance`), then to the first. Where the
+    held-out rows cannot tell candidates apart (a few positives, separable classes), the
+    default stands (for lbfgs ``C = 1``, scikit-learn's), not the grid's first, most
+    regularised end."""
+    values = np.asarray(values, dtype=np.float64)
+    tied = np.flatnonzero(values == values.max())
+    return int(tied[np.argmin(distance[tied])])
+
+
 def fold_weights(folds: np.ndarray, K: int, weight: np.ndarray | None) -> np.ndarray:
     """(n, K + 1): column k trains without fold k, column K (the refit) on every row; each column
     the sample weights (1 without) times its rows, rescaled to mean 1 over all rows."""
@@ -371,6 +402,9 @@ class Selector:
         #: in-sample positive share is counted (:meth:`_seen_share`)
         self.seen = 1.0 - self.mask[:, :, :self.K] if self.K > 1 else None
         self.sizes = [len(arm.grid) for arm in arms]
+        #: each candidate's distance from the algorithm's own settings: where held-out values tie,
+        #: the nearest is chosen (:meth:`best_index`)
+        self.distance = np.concatenate([grid_distance(arm.algorithm, arm.grid) for arm in arms])
         #: the columns of each arm in the weights the reader serves: every candidate's K + 1
         bounds = np.cumsum([0] + [S * (self.K + 1) for S in self.sizes])
         self.columns = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
@@ -525,7 +559,7 @@ class Selector:
         key = (state.passes, tuple(state.epochs))
         if self._chosen is not None and self._chosen[0] == key:
             return self._chosen[1]
-        best = int(np.argmax(state.values))
+        best = nearest_default_best(state.values, self.distance)
         if len(self.arms) > 1 and math.isfinite(state.best):
             first, last = self._arm_best(state, 0), self._arm_best(state, len(self.arms) - 1)
             if best != last and self.win_probability(state, first, last) < self.confidence:
@@ -534,8 +568,8 @@ class Selector:
         return best
 
     def _arm_best(self, state: SelectionState, arm: int) -> int:
-        start = sum(self.sizes[:arm])
-        return start + int(np.argmax(state.values[start:start + self.sizes[arm]]))
+        start, stop = sum(self.sizes[:arm]), sum(self.sizes[:arm + 1])
+        return start + nearest_default_best(state.values[start:stop], self.distance[start:stop])
 
     def win_probability(self, state: SelectionState, first: int, second: int) -> float:
         """:func:`win_probability` of candidate ``first`` over ``second`` on the held-out rows, each
