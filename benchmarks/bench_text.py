@@ -8,7 +8,8 @@ route on TF-IDF features. Two public collections (UCI, CC BY 4.0; not shipped: g
   ``amazon_cells_labelled.txt``, ``imdb_labelled.txt`` and ``yelp_labelled.txt`` (a sentence,
   a tab, 0 or 1); 3,000 sentences, half positive.
 
-TF-IDF (scikit-learn's ``TfidfVectorizer(sublinear_tf=True)``, fitted on the training part),
+TF-IDF (scikit-learn's ``TfidfVectorizer(sublinear_tf=True)``, fitted on the training part;
+with ``--binary``, word presence: ``CountVectorizer(binary=True)``, the wide binary shape),
 stratified 70/30 splits with seeds 0-2, the seven measures, two variants: the whole
 collection, and every negative with a seeded sample of positives making ``--rate`` of the
 rows. calopt's default (``calopt.fit(X, y, measure=M)``) against ``bench_suite.run_route``
@@ -17,6 +18,7 @@ in the same run. Writes ``--out`` and prints a line a cell and the summary.
 
     python benchmarks/bench_text.py PATH/SMSSpamCollection --rate 0.03
     python benchmarks/bench_text.py PATH/sentiment_dir --rate 0.1 --out benchmarks/results/text_sentences.json
+    python benchmarks/bench_text.py PATH/SMSSpamCollection --binary --out benchmarks/results/text_binary.json
 """
 
 from __future__ import annotations
@@ -66,10 +68,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path, help="the SMSSpamCollection file, or the sentences' directory")
     parser.add_argument("--rate", type=float, default=0.03, help="the positive share of the second variant")
+    parser.add_argument("--binary", action="store_true",
+                        help="word presence (0/1 features: CountVectorizer(binary=True)) instead of TF-IDF")
     parser.add_argument("--calopt-kwargs", default="{}", help="JSON object of extra keyword arguments for calopt.fit")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "text.json")
     args = parser.parse_args()
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
     from sklearn.model_selection import train_test_split
 
     bench_suite.limit_threads()
@@ -79,14 +83,15 @@ def main() -> None:
     sample = np.random.default_rng(0).choice(spam, int(args.rate / (1 - args.rate) * ham.size), replace=False)
     variants = {name: np.arange(y_all.size),
                 f"{name}{round(100 * args.rate)}": np.sort(np.concatenate([ham, sample]))}
+    features = "word presence" if args.binary else "TF-IDF"
     cells = {}
     for variant, keep in variants.items():
         for seed in (0, 1, 2):
             t_train, t_test, y_train, y_test = train_test_split(
                 [texts[i] for i in keep], y_all[keep], test_size=0.3, random_state=seed, stratify=y_all[keep])
-            vectorizer = TfidfVectorizer(sublinear_tf=True)
-            X_train = vectorizer.fit_transform(t_train)
-            data = bench_suite.Dataset(variant, f"{name}, TF-IDF", X_train, y_train,
+            vectorizer = CountVectorizer(binary=True) if args.binary else TfidfVectorizer(sublinear_tf=True)
+            X_train = vectorizer.fit_transform(t_train).astype(np.float64)
+            data = bench_suite.Dataset(variant, f"{name}, {features}", X_train, y_train,
                                        vectorizer.transform(t_test), y_test, 1, 0,
                                        f"stratified 70%/30%, seed {seed}")
             for measure in bench_suite.MEASURES:
@@ -106,7 +111,7 @@ def main() -> None:
     summary = {"cells": len(margins), "mean_margin": float(margins.mean()), "median_margin": float(np.median(margins)),
                "within_0.01": float(np.mean(margins >= -0.01)), "below_-0.02": int(np.sum(margins < -0.02)),
                "worst": float(margins.min())}
-    bench_suite.write_results(args.out, {"calopt_kwargs": kwargs, "summary": summary, "cells": cells})
+    bench_suite.write_results(args.out, {"features": features, "calopt_kwargs": kwargs, "summary": summary, "cells": cells})
     print(json.dumps(summary))
 
 
