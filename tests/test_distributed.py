@@ -43,10 +43,13 @@ def _same(first, second):
             and first.threshold == second.threshold)
 
 
-def test_exact_gd_equals_single_process(two, a9a):
+@pytest.mark.parametrize("algorithm", ["gd", "lbfgs"])
+def test_exact_rounds_equal_single_process(two, a9a, algorithm):
+    """gd, and lbfgs (the plug-in route's solver: a round evaluates f and ∇f at the trial point,
+    the client takes the step or halves it), on two workers: the single-process model."""
     X, y = a9a
-    single = calopt.fit(X, y, algorithm="gd", measure="f1", select="none", epochs=15)
-    cluster = calopt.fit(X, y, algorithm="gd", measure="f1", epochs=15, cluster=two)
+    single = calopt.fit(X, y, algorithm=algorithm, measure="f1", select="none", epochs=15)
+    cluster = calopt.fit(X, y, algorithm=algorithm, measure="f1", epochs=15, cluster=two)
     assert cluster.options["cluster"]["mode"] == "exact" and cluster.options["cluster"]["workers"] == 2
     np.testing.assert_allclose(cluster.coef, single.coef, rtol=0, atol=1e-9)
     assert abs(cluster.intercept - single.intercept) < 1e-9
@@ -141,7 +144,7 @@ def test_losing_every_worker_is_a_one_line_error(a9a):
     assert "\n" not in str(caught.value)
 
 
-@pytest.mark.parametrize("algorithm, measure", [("spade", "gmean"), ("gd", "f1")])
+@pytest.mark.parametrize("algorithm, measure", [("spade", "gmean"), ("gd", "f1"), ("lbfgs", "f1")])
 def test_checkpoint_at_a_round_resumes_to_the_same_model(two, a9a, tmp_path, algorithm, measure):
     X, y = a9a
     whole = calopt.fit(X, y, algorithm=algorithm, measure=measure, epochs=4, cluster=two)
@@ -158,7 +161,7 @@ def test_checkpoint_at_a_round_resumes_to_the_same_model(two, a9a, tmp_path, alg
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"algorithm": "lbfgs"}, "does not run on a Dask cluster"),
+    ({"algorithm": "amp"}, "does not run on a Dask cluster"),
     ({"select": "cv:3"}, "does not cross-fit"),
     ({"algorithm": "auto"}, "name the algorithm"),
     ({"sample_weight": np.ones(1200)}, "sample_weight"),
@@ -190,7 +193,7 @@ def test_cli_dask_errors_are_one_line(tmp_path):
     runner = CliRunner()
     data = tmp_path / "d.svm"
     data.write_text("1 1:0.5\n-1 2:0.5\n1 1:1\n-1 2:1\n")
-    for arguments in (["--dask", "tcp://127.0.0.1:9"], ["--dask", "local", "--algorithm", "lbfgs"],
+    for arguments in (["--dask", "tcp://127.0.0.1:9"], ["--dask", "local", "--algorithm", "amp"],
                       ["--dask", "local", "--backend", "array-api-strict"]):
         result = runner.invoke(app, ["train", str(data), *arguments])
         assert result.exit_code == 2, result.output

@@ -7,10 +7,11 @@ through the algorithms' ``update``); only the state (a few d-vectors) and sums t
 round, never rows, and the solvers never run on lazy Dask arrays. Two modes, chosen by
 the algorithm:
 
-- *exact* (algorithms whose updates only add sums: ``gd``, ``subgradient``): each round every worker
-  accumulates the algorithm's sums (loss, gradient, first-round Gram matrix) at the
-  broadcast state over its shard; the client adds them and makes the one step
-  (Spark MLlib's pattern). The model equals the single-process one to rounding.
+- *exact* (algorithms whose updates only add sums: ``gd``, ``subgradient``, ``lbfgs``): each
+  round every worker accumulates the algorithm's sums (loss, gradient, first-round Gram
+  matrix) at the broadcast state over its shard; the client adds them and makes the one
+  step (for lbfgs: accepts the trial point or halves its step; Spark MLlib's pattern). The
+  model equals the single-process one to rounding.
 - *local* (mini-batch algorithms: ``spade``, ``stamp``, ``sgd``): each round every worker
   runs ``local_steps`` mini-batch updates (default: one pass over its shard) from the
   broadcast state, and the client averages every state array, primal and dual, and the
@@ -99,9 +100,9 @@ def connect(cluster: Any) -> tuple[Any, bool]:
 
 
 def cluster_mode(algorithm: Algorithm) -> str:
-    """``exact`` for algorithms whose updates only add sums (``additive``: gd, subgradient),
-    ``local`` for mini-batch ones; an algorithm with a data transform or an end-of-pass step
-    of its own (lbfgs, amp, slnd) is a ParameterError."""
+    """``exact`` for algorithms whose updates only add sums (``additive``: gd, subgradient,
+    lbfgs), ``local`` for mini-batch ones; an algorithm with a data transform or an end-of-pass
+    step of its own (amp, slnd) is a ParameterError."""
     kind = type(algorithm)
     own_reader = kind.prepare is not Algorithm.prepare
     if algorithm.multiclass or not algorithm.binary:
@@ -111,8 +112,8 @@ def cluster_mode(algorithm: Algorithm) -> str:
         return EXACT
     if not own_reader and kind.end_epoch is Algorithm.end_epoch:
         return LOCAL
-    raise ParameterError(f"algorithm {algorithm.name!r} does not run on a Dask cluster; use gd or "
-                         f"subgradient (exact rounds) or spade, stamp or sgd (local rounds)")
+    raise ParameterError(f"algorithm {algorithm.name!r} does not run on a Dask cluster; use gd, "
+                         f"subgradient or lbfgs (exact rounds), or spade, stamp or sgd (local rounds)")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -266,7 +267,12 @@ def _sum_deltas(start: Any, states: Sequence[Any]) -> Any:
         return type(start)(*combined) if hasattr(start, "_fields") else tuple(combined)
     total = start
     for state in states:
-        total = total + (state - start)
+        if isinstance(start, np.ndarray):
+            with np.errstate(invalid="ignore"):  # inf − inf where a field is unchanged: masked out
+                changed = state != start
+                total = total + np.where(changed, state - start, 0) if np.any(changed) else total
+        elif state != start:
+            total = total + (state - start)
     return np.asarray(total, dtype=start.dtype) if isinstance(start, np.ndarray) else total  # 0-d stays an array
 
 
