@@ -59,7 +59,7 @@ from calopt.training import pipeline
 from calopt.training.loop import NONFINITE, EpochRecord, run
 from calopt.training.pipeline import DEFAULT_EPOCHS, default_batch_size
 from calopt.training.selection import TRIAL_ROWS, choose_settings, parse_rule
-from calopt.training.threshold import best_cut
+from calopt.training.threshold import best_cut, cut_values
 from calopt.version import __version__
 
 __all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_BYTES", "THRESHOLD_ROWS", "fit", "fit_chunks", "fit_stream",
@@ -270,12 +270,8 @@ def window_cut(reader: StreamReader, w: np.ndarray, b: Any, measure: Any, sample
     order = np.argsort(-scores, kind="stable")
     scores, positive = scores[order], positive[order]
     n_positive = int(np.count_nonzero(y > 0))
-    n_negative = n - n_positive
-    tp = above_positive + np.concatenate([[0], np.cumsum(positive)]).astype(np.float64)
-    fp = above_negative + np.concatenate([[0], np.cumsum(~positive)]).astype(np.float64)
-    values = np.asarray(measure.from_counts(tp, fp, n_negative - fp, n_positive - tp, xp=np), dtype=np.float64)
-    valid = np.concatenate([[True], scores[:-1] > scores[1:], [True]])
-    values = np.where(valid, values, -np.inf)
+    values = cut_values(scores[:, None], positive[:, None], np.ones((scores.size, 1)), measure,
+                        above=(above_positive, above_negative), totals=(n_positive, n - n_positive))[:, 0]
     k = int(np.argmax(values))
     if k == 0 or k == scores.size:  # at an edge of the window: the best may be beyond it
         return None

@@ -13,7 +13,8 @@ from typing import Any
 from calopt.backends import device, namespace, to_numpy
 from calopt.measures import Measure
 
-__all__ = ["best_cut", "best_threshold", "feasible_threshold_at_share", "positive_share", "threshold_at_share"]
+__all__ = ["best_cut", "best_threshold", "cut_values", "feasible_threshold_at_share", "positive_share",
+           "threshold_at_share"]
 
 
 Array = Any
@@ -39,16 +40,8 @@ def best_cut(scores: Array, y: Array, measure: Measure, weight: Array | None = N
     sorted_scores = xp.take_along_axis(columns, order, axis=0)
     flat = xp.reshape(order, (-1,))
     positive = xp.reshape(xp.take(y, flat), order.shape) > 0  # (n, S) labels in each column's order
-    zero, one = xp.zeros_like(sorted_scores), xp.ones_like(sorted_scores)
-    mass = one if weight is None else xp.reshape(xp.take(weight, flat), order.shape)
-    tp = xp.cumulative_sum(xp.where(positive, mass, zero), axis=0, include_initial=True)
-    fp = xp.cumulative_sum(xp.where(positive, zero, mass), axis=0, include_initial=True)
-    n_pos, n_neg = tp[-1:, :], fp[-1:, :]
-    values = measure.from_counts(tp, fp, n_neg - fp, n_pos - tp, xp=xp)
-    # a cut after position k is valid where the k-th and (k+1)-th scores differ
-    edge = xp.ones((1, columns.shape[1]), dtype=xp.bool, device=device(scores))
-    valid = xp.concat([edge, sorted_scores[:-1, :] > sorted_scores[1:, :], edge], axis=0)
-    values = xp.where(valid, values, xp.full_like(values, -xp.inf))
+    mass = xp.ones_like(sorted_scores) if weight is None else xp.reshape(xp.take(weight, flat), order.shape)
+    values = cut_values(sorted_scores, positive, mass, measure)
     k = xp.argmax(values, axis=0, keepdims=True)  # (1, S)
     # the scores on each side of cut k (the ends extended by one): the threshold is their midpoint,
     # or one above the highest score (nothing positive), or one below the lowest (all positive)
@@ -59,6 +52,27 @@ def best_cut(scores: Array, y: Array, measure: Measure, weight: Array | None = N
     threshold = xp.where(k == 0, above, xp.where(k == n, below, (above + below) / 2))
     value = xp.take_along_axis(values, xp.reshape(k, (1, -1)), axis=0)[0, :]
     return (threshold, value) if scores.ndim == 2 else (threshold[0], value[0])
+
+
+def cut_values(sorted_scores: Array, positive: Array, mass: Array, measure: Measure, *,
+               above: tuple[float, float] = (0.0, 0.0), totals: tuple[Any, Any] | None = None) -> Array:
+    """The measure at every cut of scores sorted in decreasing order, (n + 1, S) for (n, S): the
+    cut after position k predicts the first k rows positive; −inf where the k-th and (k+1)-th
+    scores are equal (no threshold falls between them).
+
+    ``positive`` (bool) and ``mass`` (the rows' weights, or ones) are in the scores' order.
+    ``above`` is the (positive, negative) mass above the first score and ``totals`` the whole
+    set's, for scores that are a window of a larger set (default: nothing above, these rows).
+    """
+    xp = namespace(sorted_scores)
+    zero = xp.zeros_like(sorted_scores)
+    tp = above[0] + xp.cumulative_sum(xp.where(positive, mass, zero), axis=0, include_initial=True)
+    fp = above[1] + xp.cumulative_sum(xp.where(positive, zero, mass), axis=0, include_initial=True)
+    n_pos, n_neg = (tp[-1:, :], fp[-1:, :]) if totals is None else totals
+    values = measure.from_counts(tp, fp, n_neg - fp, n_pos - tp, xp=xp)
+    edge = xp.ones((1, sorted_scores.shape[1]), dtype=xp.bool, device=device(sorted_scores))
+    valid = xp.concat([edge, sorted_scores[:-1, :] > sorted_scores[1:, :], edge], axis=0)
+    return xp.where(valid, values, xp.full_like(values, -xp.inf))
 
 
 def positive_share(scores: Array, threshold: Array, weight: Array | None = None) -> Array:
