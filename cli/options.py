@@ -251,9 +251,9 @@ def run_fields(model: Any) -> dict[str, Any]:
         {"selection": model.options["selection"]} if model.options.get("selection") else {})
 
 
-def epochs_text(epochs: int) -> str:
-    """``1 epoch``, ``10 epochs``: for table captions."""
-    return f"{epochs} epoch{'' if epochs == 1 else 's'}"
+def epochs_text(epochs: int, unit: str = "epoch") -> str:
+    """``1 epoch``, ``10 epochs`` (or rounds): for table captions."""
+    return f"{epochs} {unit}{'' if epochs == 1 else 's'}"
 
 
 def selection_text(selection: dict[str, Any] | None, measure: str) -> str | None:

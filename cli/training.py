@@ -457,8 +457,10 @@ def train(
     title = model.describe() + (f" (diverged: {model.message})" if model.status < 0 else "")
     table = _summary_table(title, summaries, model.measure)
     rank = f", rank {model.options['rank']}" if model.options.get("rank") else ""
-    table.caption = (f"{model.options['backend']}, {epochs_text(model.options['epochs'])}{rank}, "
-                     f"fit in {model.fit_seconds:.2f} s")
+    cluster = model.options.get("cluster")
+    passes = epochs_text(model.options["epochs"]) if not cluster else \
+        f"{epochs_text(model.options['epochs'], 'round')} on {cluster['workers']} Dask workers ({cluster['mode']})"
+    table.caption = f"{model.options['backend']}, {passes}{rank}, fit in {model.fit_seconds:.2f} s"
     console.print(table)
     chosen = selection_text(model.options.get("selection"), model.measure)
     if chosen:

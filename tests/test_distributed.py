@@ -218,3 +218,7 @@ def test_cli_dask_trains_on_the_workers(two, a9a, tmp_path):
     report = json.loads(result.stdout)
     assert report["train"]["value"] == pytest.approx(report["test"]["value"], abs=1e-9)
     assert calopt.load_model(tmp_path / "m.npz").options["cluster"]["workers"] == 2
+    table = CliRunner().invoke(app, ["train", str(path), "--measure", "gmean", "--epochs", "2", "--no-progress",
+                                     "--dask", two.scheduler.address], terminal_width=200)
+    assert table.exit_code == 0, table.output
+    assert "2 rounds on 2 Dask workers (local)" in table.stdout
