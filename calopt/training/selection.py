@@ -244,6 +244,9 @@ def grid_of(algorithm: Algorithm, fixed: set[str] | frozenset[str] = frozenset()
     return [dict(zip((t.name for t in free), values)) for values in itertools.product(*(t.candidates for t in free))]
 
 
+_NOT_SET = object()  # a tunable the algorithm has no value for
+
+
 def grid_distance(algorithm: Algorithm, grid: list[dict[str, Any]]) -> np.ndarray:
     """(candidates,): how far each candidate's settings are from the algorithm's own, in steps
     of the grid, summed over the tunables: from the algorithm's value of a tunable where its
@@ -256,9 +259,6 @@ def grid_distance(algorithm: Algorithm, grid: list[dict[str, Any]]) -> np.ndarra
                                  else (len(tunable.candidates) - 1) / 2)
     return np.array([sum(abs(anchors[name][0].index(value) - anchors[name][1]) for name, value in settings.items())
                      for settings in grid], dtype=np.float64)
-
-
-_NOT_SET = object()
 
 
 def nearest_default_best(values: Any, distance: np.ndarray) -> int:
