@@ -398,9 +398,14 @@ class Selector:
         mask = np.concatenate([folds[held][:, None] == np.arange(self.K)[None, :],
                                np.zeros((held.size, 1), dtype=bool)], axis=1)
         self.mask = backend.asarray(mask[:, None, :].astype(np.float64))
-        #: with K folds, 1 where fold k's model trained on the row (rows, 1, K): where the fold models'
-        #: in-sample positive share is counted (:meth:`_seen_share`)
-        self.seen = 1.0 - self.mask[:, :, :self.K] if self.K > 1 else None
+        #: with K folds, each row's weight (1 without) where fold k's model trained on it, else 0
+        #: (rows, 1, K), and its sum per fold: where the fold models' in-sample positive share is
+        #: counted (:meth:`_seen_share`)
+        self.seen = None
+        if self.K > 1:
+            seen = 1.0 - self.mask[:, :, :self.K]
+            self.seen = seen if self.w_held is None else seen * self.w_held[:, None, None]
+            self.seen_total = backend.xp.sum(self.seen, axis=0)
         self.sizes = [len(arm.grid) for arm in arms]
         #: each candidate's distance from the algorithm's own settings: where held-out values tie,
         #: the nearest is chosen (:meth:`best_index`)
@@ -507,8 +512,7 @@ class Selector:
         row by every fold model; a row counts for fold k when fold k trained on it)."""
         xp = namespace(scores)
         above = xp.astype(scores > thresholds[None, :, None], scores.dtype)
-        mass = self.seen if self.w_held is None else self.seen * self.w_held[:, None, None]
-        return xp.mean(xp.sum(above * mass, axis=0) / xp.sum(mass, axis=0), axis=1)
+        return xp.mean(xp.sum(above * self.seen, axis=0) / self.seen_total, axis=1)
 
     def moved(self, state: SelectionState) -> bool:
         """Whether any model of any arm has left w = 0, b = 0 (one host transfer)."""
