@@ -137,7 +137,7 @@ def _time_to_target_section() -> list[str]:
         return f"{row[key + '_time']:.3f} s (pass {row[key + '_pass']})"
 
     lines = [
-        "", "## Time to reach the plug-in route's test value (issue 5)", "",
+        "", "## Time to reach the plug-in route's test value", "",
         "`python benchmarks/bench_time_to_target.py` — the target is the test value of the",
         "scikit-learn plug-in route of the table above (its time: its fit). calopt is `calopt.fit`",
         f"with its defaults and {result['epochs']} passes, its test value after each pass taken at that",
@@ -300,7 +300,7 @@ def _slnd_section() -> list[str]:
         return []
     result = json.loads(path.read_text())
     lines = [
-        "", "## SLND: multiclass, against plain SGD and SGDClassifier (issue 4)", "",
+        "", "## SLND: multiclass, against plain SGD and SGDClassifier", "",
         "`python benchmarks/bench_slnd.py` — letter and the 10,000 MNIST test images, each split",
         "70/30 stratified (seed 0), max-abs scaled on the training part. SLND is `calopt train",
         "TRAIN --test TEST --algorithm slnd --epochs 10 --json` (seed 0 judged, seeds 1-2 for the",
@@ -364,7 +364,7 @@ def _aggregate_section() -> list[str]:
     rows = result["rows"]
     seeds = len(rows[0]["runs"])
     lines = [
-        "", "## Mirror-descent aggregation on a9a (issue 4)", "",
+        "", "## Mirror-descent aggregation on a9a", "",
         f"`python benchmarks/bench_aggregate.py` — for each measure and seed 0-{seeds - 1}: a model from",
         "every registered solver of the measure's family with its defaults, then",
         f"`calopt.aggregate(models, X_train, y_train, radius={rows[0]['lambda']:g}, measure=M)`",
@@ -413,7 +413,7 @@ def stream_section() -> list[str]:
     """Streaming (issue 15): the 5 GB LIBSVM file under a memory limit, and the 10⁷ × 100 memory-mapped
     time to target. Not run by this script (about an hour and 15 GB of disk); rendered from
     results/stream.json and results/stream_dense.json when they exist."""
-    lines = ["## Streaming: data larger than memory (issue 15)", ""]
+    lines = ["## Streaming: data larger than memory", ""]
     path = RESULTS / "stream.json"
     if path.exists():
         report = json.loads(path.read_text())
