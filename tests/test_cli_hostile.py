@@ -262,6 +262,65 @@ def test_outputs_that_clash_are_refused(tmp_path, templates, monkeypatch, case):
     _run_case(tmp_path, templates, monkeypatch, *OUTPUT_CASES_EXTRA[case])
 
 
+_COMPARE = ["compare", "train.svm", "-a", "lbfgs", "--epochs", "1"]
+#: --plot against every input and every other output, through names, links and folders (issue 23)
+PLOT_CASES: dict[str, tuple[Build, list[str]]] = {
+    "train: --plot = DATA": (lambda d: ["train", _write(d, "d.svg", _SVM), "--plot", "d.svg", *FAST],
+                             ["--plot d.svg", "is the input file d.svg"]),
+    "train: --plot = --test": (lambda d: ["train", "train.svm", "--test", _write(d, "t.svg", _SVM), "--plot", "t.svg",
+                                          *FAST], ["--plot t.svg", "is the input file t.svg"]),
+    "train: --plot a link to DATA": (lambda d: ["train", "train.svm", "--plot", _link(d, "fig.svg", "train.svm"),
+                                                *FAST], ["--plot fig.svg", "is the input file train.svm"]),
+    "train: --plot a hard link to DATA": (
+        lambda d: ["train", "train.svm", "--plot", os.link(d / "train.svm", d / "hard.svg") or "hard.svg", *FAST],
+        ["--plot hard.svg", "is the input file"]),
+    "train: --plot = -o": (lambda d: ["train", "train.svm", "-o", "same.png", "--plot", "same.png", *FAST],
+                           ["--plot same.png", "is also --model-out same.png"]),
+    "train: --plot = --checkpoint": (lambda d: ["train", "train.svm", "--checkpoint", "c.svg", "--plot", "c.svg",
+                                                *FAST], ["--plot c.svg", "is also --checkpoint c.svg"]),
+    "train: --plot = --resume": (lambda d: ["train", "train.svm", "--resume", _write(d, "r.svg", b"a checkpoint"),
+                                            "--plot", "r.svg", *FAST], ["--plot r.svg", "is the input file r.svg"]),
+    "train: --plot in a missing directory": (lambda d: ["train", "train.svm", "--plot", "nodir/f.svg", *FAST],
+                                             ["--plot nodir/f.svg", "no such directory"]),
+    "train: --plot a directory": (lambda d: ["train", "train.svm", "--plot", _mkdir(d, "f.svg"), *FAST],
+                                  ["--plot f.svg", "is a directory"]),
+    "compare: --plot = --test": (lambda d: [*_COMPARE, "--test", _write(d, "t.svg", _SVM), "--plot", "t.svg"],
+                                 ["--plot t.svg", "is the input file t.svg"]),
+    "compare: --plot = DATA": (lambda d: ["compare", _write(d, "d.svg", _SVM), "--plot", "d.svg"],
+                               ["--plot d.svg", "is the input file d.svg"]),
+    "compare: --plot a link to DATA": (lambda d: [*_COMPARE, "--plot", _link(d, "fig.png", "train.svm")],
+                                       ["--plot fig.png", "is the input file train.svm"]),
+    "compare: --plot in a missing directory": (lambda d: [*_COMPARE, "--plot", "nodir/f.png"],
+                                               ["--plot nodir/f.png", "no such directory"]),
+    "compare: --plot in an unwritable directory": (lambda d: [*_COMPARE, "--plot", f"{_unwritable_folder(d)}/f.png"],
+                                                   ["--plot", "not writable"]),
+}
+
+
+@pytest.mark.parametrize("case", list(PLOT_CASES))
+def test_a_figure_path_is_checked_like_every_output_before_any_work(tmp_path, templates, monkeypatch, case):
+    """Issue 23: ``--plot`` was never compared with the inputs and the other outputs (``train d.svg --plot
+    d.svg`` replaced the training file), and a figure in a missing folder failed after the training."""
+    pytest.importorskip("matplotlib")
+    _no_work_before_the_check(monkeypatch)
+    _run_case(tmp_path, templates, monkeypatch, *PLOT_CASES[case])
+
+
+def test_a_figure_through_a_link_to_another_file_is_written_there_atomically(tmp_path):
+    """A --plot link to a file that is no input is followed (the link stays a link), like -o."""
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    dump_svmlight_file(X, np.where(X[:, 0] > 0.3, 1, -1), str(tmp_path / "d.svm"))
+    (tmp_path / "old.svg").write_text("an older figure")
+    (tmp_path / "fig.svg").symlink_to("old.svg")
+    result = runner.invoke(app, ["train", str(tmp_path / "d.svm"), "--plot", str(tmp_path / "fig.svg"), *FAST])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "fig.svg").is_symlink()
+    assert (tmp_path / "old.svg").read_text().lstrip().startswith("<?xml")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.svm", "fig.svg", "old.svg"]
+
+
 # ----------------------------------------------------------------------------- data files
 #: where a data file is read -> argv with the file
 READERS: dict[str, Callable[[str], list[str]]] = {
@@ -484,6 +543,19 @@ PARAMETER_CASES: dict[str, tuple[Build, list[str]]] = {
                                          "--lambda", "-1"], ["--lambda"]),
     "aggregate --weighting unknown": (lambda d: ["aggregate", "m.npz", "m2.npz", "--data", "train.svm", "-o",
                                                  "agg.npz", "--weighting", "some"], ["weighting", "'some'"]),
+    "--seed 2**32": (lambda d: ["train", "train.svm", "--seed", str(2**32), *FAST],
+                     ["--seed", "less than or equal to 4294967295"]),
+    "compare --seed 2**32": (lambda d: ["compare", "train.svm", "--seed", str(2**32)], ["--seed", "4294967295"]),
+    "compare --seed -1": (lambda d: ["compare", "train.svm", "--seed", "-1"], ["--seed", "greater than or equal to 0"]),
+    "--resume a directory": (lambda d: ["train", "train.svm", "--resume", _mkdir(d, "ck"), *FAST],
+                             ["--resume ck", "is a directory"]),
+    "train: stdin as DATA and --test": (lambda d: (["train", "-", "--test", "-", *FAST], _SVM),
+                                        ["--test -", "standard input is also DATA", "read only once"]),
+    "compare: stdin as DATA and --test": (lambda d: (["compare", "-", "--test", "-"], _SVM),
+                                          ["--test -", "read only once"]),
+    "aggregate: stdin as --data and --test": (
+        lambda d: (["aggregate", "m.npz", "m2.npz", "--data", "-", "--test", "-", "-o", "agg.npz"], _SVM),
+        ["--test -", "standard input is also --data"]),
     "aggregate models of other widths": (lambda d: ["aggregate", "m.npz", "mc.npz", "--data", "train.svm", "-o",
                                                     "agg.npz"], ["mc.npz", "3 features", "m.npz has 6"]),
 }
@@ -492,6 +564,22 @@ PARAMETER_CASES: dict[str, tuple[Build, list[str]]] = {
 @pytest.mark.parametrize("case", list(PARAMETER_CASES))
 def test_a_bad_parameter_is_one_line_naming_it(tmp_path, templates, monkeypatch, case):
     _run_case(tmp_path, templates, monkeypatch, *PARAMETER_CASES[case])
+
+
+_FULL = "/dev/full"
+#: a write the system refuses (ENOSPC) after the work: one line naming the path, nothing left behind
+FULL_DISK_CASES: dict[str, tuple[Build, list[str]]] = {
+    "train -o /dev/full": (lambda d: ["train", "train.svm", "-o", _FULL, *FAST], [_FULL, "cannot write"]),
+    "predict --out /dev/full": (lambda d: ["predict", "m.npz", "train.svm", "--out", _FULL], [_FULL, "cannot write"]),
+    "aggregate -o /dev/full": (lambda d: ["aggregate", "m.npz", "m2.npz", "--data", "train.svm", "-o", _FULL],
+                               [_FULL, "cannot write"]),
+}
+
+
+@pytest.mark.skipif(not os.path.exists(_FULL), reason="no /dev/full here")
+@pytest.mark.parametrize("case", list(FULL_DISK_CASES))
+def test_a_full_disk_is_one_line_naming_the_output(tmp_path, templates, monkeypatch, case):
+    _run_case(tmp_path, templates, monkeypatch, *FULL_DISK_CASES[case])
 
 
 # ----------------------------------------------------------------------------- score
