@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.sparse
 from sklearn.datasets import dump_svmlight_file
 from typer.testing import CliRunner
 
@@ -55,7 +56,30 @@ def templates(tmp_path_factory) -> Path:
                               ("m1.npz", "one.svm", []), ("mc.npz", "train.csv", [])]:
         result = runner.invoke(app, ["train", str(folder / data), "-o", str(folder / name), *FAST, *extra])
         assert result.exit_code == 0, result.output
+    _interrupted_checkpoint(folder)
     return folder
+
+
+#: the run whose checkpoint the checkpoint cases forge: 10 batches of 30 rows an epoch, 2 epochs
+CHECKPOINTED = ["train", "train.svm", "--epochs", "2", "--batch-size", "30", "--no-progress"]
+
+
+def _interrupted_checkpoint(folder: Path) -> None:
+    """ck.npz: the checkpoint of CHECKPOINTED stopped after 13 batches (as Ctrl-C would stop it)."""
+    import calopt
+    import calopt_cli.training
+
+    real_fit = calopt.fit
+
+    def fit_stopped(*args, interrupt=None, **kwargs):
+        batches = iter(range(12))
+        return real_fit(*args, interrupt=lambda: next(batches, None) is None, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(calopt_cli.training.calopt, "fit", fit_stopped)
+        patch.chdir(folder)
+        result = runner.invoke(app, [*CHECKPOINTED, "--checkpoint", "ck.npz"])
+    assert result.exit_code == 130, result.output
 
 
 def _snapshot(root: Path) -> dict[str, tuple]:
@@ -566,6 +590,72 @@ def test_a_bad_parameter_is_one_line_naming_it(tmp_path, templates, monkeypatch,
     _run_case(tmp_path, templates, monkeypatch, *PARAMETER_CASES[case])
 
 
+def _csr_directory(folder: Path, name: str, meta: Any = None, **change: Callable[[np.ndarray], np.ndarray]) -> str:
+    """A CSR directory (data, indices, indptr, y .npy) of a 4 x 3 matrix made by scipy, each array
+    passed through ``change[name]``; ``meta`` (when given) written as its calopt-stream.json."""
+    matrix = scipy.sparse.csr_matrix(np.array([[1.0, 0, 2], [0, 3, 0], [4, 5, 0], [0, 0, 6]]))
+    arrays = {"data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr, "y": np.array([1, -1, 1, -1])}
+    (folder / name).mkdir()
+    for key, array in arrays.items():
+        np.save(folder / name / f"{key}.npy", change.get(key, lambda a: a)(array.copy()))
+    if meta is not None:
+        (folder / name / "calopt-stream.json").write_text(json.dumps(meta))
+    return name
+
+
+def _put(array: np.ndarray, at: int, value: int) -> np.ndarray:
+    array[at] = value
+    return array
+
+
+#: a hostile stream directory (train streams a directory) -> its message (issue 23)
+STREAM_DIR_CASES: dict[str, tuple[Build, list[str]]] = {
+    "calopt-stream.json is a list": (lambda d: ["train", _csr_directory(d, "s", meta=[]), *FAST],
+                                     ["s: calopt-stream.json", "must be a JSON object, not []"]),
+    "n_features is a word": (lambda d: ["train", _csr_directory(d, "s", meta={"n_features": "five"}), *FAST],
+                             ["calopt-stream.json", "n_features must be a whole number", '"five"']),
+    "n_features is negative": (lambda d: ["train", _csr_directory(d, "s", meta={"n_features": -3}), *FAST],
+                               ["n_features must be a whole number ≥ 0, not -3"]),
+    "zero_based is a string": (lambda d: ["train", _csr_directory(d, "s", meta={"zero_based": "yes"}), *FAST],
+                               ["zero_based must be true, false or null"]),
+    "a decreasing indptr": (lambda d: ["train", _csr_directory(d, "s", indptr=lambda a: _put(a, 2, 1)), *FAST],
+                            ["s: indptr.npy", "row 1 (from 0)", "never decrease"]),
+    "an indptr not starting at 0": (lambda d: ["train", _csr_directory(d, "s", indptr=lambda a: _put(a, 0, 1)),
+                                               *FAST], ["s: indptr.npy", "row 0", "start at 0"]),
+    "a column twice in a row": (lambda d: ["train", _csr_directory(d, "s", indices=lambda a: _put(a, 4, 0)), *FAST],
+                                ["s: row 2 (from 0): column 0 appears twice"]),
+    "a negative column": (lambda d: ["train", _csr_directory(d, "s", indices=lambda a: _put(a, 2, -1)), *FAST],
+                          ["s: row 1 (from 0): column index -1 must be ≥ 0"]),
+    "a column beyond n_features": (
+        lambda d: ["train", _csr_directory(d, "s", meta={"n_features": 3}, indices=lambda a: _put(a, 5, 7)), *FAST],
+        ["s: row 3 (from 0): column index 7 is outside 0..2", "3 features"]),
+}
+
+
+@pytest.mark.parametrize("case", list(STREAM_DIR_CASES))
+def test_a_bad_stream_directory_is_one_line_naming_it(tmp_path, templates, monkeypatch, case):
+    _run_case(tmp_path, templates, monkeypatch, *STREAM_DIR_CASES[case])
+
+
+def test_a_csr_directory_with_unsorted_distinct_columns_trains_like_its_sorted_twin(tmp_path):
+    """Only repeated columns are refused: a row's distinct columns in any order are the same matrix."""
+    rng = np.random.default_rng(1)
+    X = scipy.sparse.random(200, 5, density=0.6, format="csr", random_state=2)
+    y = np.where(rng.random(200) < 0.4, 1, -1)
+    for name, reverse in [("sorted", False), ("unsorted", True)]:
+        indices, data = X.indices.copy(), X.data.copy()
+        if reverse:
+            for row in range(200):
+                cut = slice(X.indptr[row], X.indptr[row + 1])
+                indices[cut], data[cut] = indices[cut][::-1], data[cut][::-1]
+        (tmp_path / name).mkdir()
+        for key, array in {"data": data, "indices": indices, "indptr": X.indptr, "y": y}.items():
+            np.save(tmp_path / name / f"{key}.npy", array)
+    runs = [runner.invoke(app, ["train", str(tmp_path / name), "--json", *FAST]) for name in ("sorted", "unsorted")]
+    assert [r.exit_code for r in runs] == [0, 0], [r.output for r in runs]
+    assert json.loads(runs[0].stdout)["train"] == json.loads(runs[1].stdout)["train"]
+
+
 _FULL = "/dev/full"
 #: a write the system refuses (ENOSPC) after the work: one line naming the path, nothing left behind
 FULL_DISK_CASES: dict[str, tuple[Build, list[str]]] = {
@@ -580,6 +670,82 @@ FULL_DISK_CASES: dict[str, tuple[Build, list[str]]] = {
 @pytest.mark.parametrize("case", list(FULL_DISK_CASES))
 def test_a_full_disk_is_one_line_naming_the_output(tmp_path, templates, monkeypatch, case):
     _run_case(tmp_path, templates, monkeypatch, *FULL_DISK_CASES[case])
+
+
+# ----------------------------------------------------------------------------- checkpoints
+def _forged_checkpoint(folder: Path, name: str, change: Callable[[dict[str, Any]], None] = lambda m: None,
+                       arrays: Callable[[dict[str, np.ndarray]], None] = lambda a: None) -> str:
+    """A copy of ck.npz with its metadata and arrays changed in place, and a checksum that matches (forged)."""
+    from calopt.training.checkpoint import _checksum as checkpoint_checksum
+
+    with np.load(folder / "ck.npz") as archive:
+        saved = {key: archive[key] for key in archive.files}
+    metadata = json.loads(saved.pop("metadata").tobytes())
+    metadata.pop("sha256")
+    change(metadata)
+    arrays(saved)
+    blob = np.frombuffer(json.dumps({**metadata, "sha256": checkpoint_checksum(saved, metadata)}).encode(), np.uint8)
+    return _write(folder, name, _zip({"metadata.npy": _npy(blob), **{f"{k}.npy": _npy(v) for k, v in saved.items()}}))
+
+
+def _set(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda metadata: metadata.update(fields)
+
+
+def _param(name: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda metadata: metadata["algorithm"]["params"].update({name: value})
+
+
+def _grown(arrays: dict[str, np.ndarray]) -> None:
+    """The first state array with rows gets one row more."""
+    key = next(k for k in sorted(arrays) if k.startswith("state") and arrays[k].ndim >= 1)
+    arrays[key] = np.concatenate([arrays[key], arrays[key][:1]])
+
+
+#: a checkpoint with a valid checksum that does not fit the run resuming it -> its message (issue 23)
+CHECKPOINT_CASES: dict[str, tuple[Callable[[Path], str], list[str]]] = {
+    "negative epochs": (lambda d: _forged_checkpoint(d, "c.npz", _set(epochs=-5)),
+                        ["c.npz", "epochs -5 is outside 0..2"]),
+    "more epochs than the run's": (lambda d: _forged_checkpoint(d, "c.npz", _set(epochs=99)),
+                                   ["c.npz", "epochs 99 is outside 0..2"]),
+    "a batch beyond the epoch": (lambda d: _forged_checkpoint(d, "c.npz", _set(batch=500)),
+                                 ["c.npz", "batch 500 is outside 0..10"]),
+    "a negative batch": (lambda d: _forged_checkpoint(d, "c.npz", _set(batch=-1)), ["c.npz", "batch -1"]),
+    "a batch after the last epoch": (lambda d: _forged_checkpoint(d, "c.npz", _set(epochs=2, batch=3)),
+                                     ["c.npz", "after the last epoch"]),
+    "another algorithm": (lambda d: _forged_checkpoint(d, "c.npz", lambda m: m["algorithm"].update(name="sgd")),
+                          ["c.npz", "written by algorithm 'sgd'", "this run trains 'lbfgs'"]),
+    "another parameter value": (lambda d: _forged_checkpoint(d, "c.npz", _param("C", 5.0)),
+                                ["c.npz", "lbfgs C=5.0", "this run has C=1.0"]),
+    "a parameter the algorithm lacks": (lambda d: _forged_checkpoint(d, "c.npz", _param("zeta", 1)),
+                                        ["c.npz", "parameter zeta"]),
+    "a garbage RNG state": (lambda d: _forged_checkpoint(d, "c.npz", _set(rng_state={"bit_generator": "PCG64",
+                                                                                     "state": "garbage"})),
+                            ["c.npz", "rng_state"]),
+    "an RNG state of another generator": (
+        lambda d: _forged_checkpoint(d, "c.npz", _set(rng_state=np.random.MT19937(0).state | {"state": {}})),
+        ["c.npz", "rng_state"]),
+    "a state array of another shape": (lambda d: _forged_checkpoint(d, "c.npz", arrays=_grown),
+                                       ["c.npz", "has shape", "this run's has"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CHECKPOINT_CASES))
+def test_a_checkpoint_that_does_not_fit_the_run_is_refused(tmp_path, templates, monkeypatch, case):
+    """Issue 23: a forged checkpoint's epochs were obeyed (-5 ran 2,230 epochs), its algorithm, parameters
+    and batch ignored, a garbage generator state or state shape a traceback."""
+    make, fragments = CHECKPOINT_CASES[case]
+    _run_case(tmp_path, templates, monkeypatch, lambda d: [*CHECKPOINTED, "--resume", make(d)], fragments)
+
+
+def test_the_template_checkpoint_resumes_to_the_uninterrupted_model(tmp_path, templates, monkeypatch):
+    """The checks refuse forgeries only: ck.npz itself resumes, to the model an uninterrupted run gives."""
+    monkeypatch.chdir(shutil.copytree(templates, tmp_path / "case"))
+    resumed = runner.invoke(app, [*CHECKPOINTED, "--resume", "ck.npz", "-o", "resumed.npz"])
+    whole = runner.invoke(app, [*CHECKPOINTED, "-o", "whole.npz"])
+    assert (resumed.exit_code, whole.exit_code) == (0, 0), resumed.output + whole.output
+    with np.load("resumed.npz") as a, np.load("whole.npz") as b:
+        assert np.array_equal(a["coef"], b["coef"])
 
 
 # ----------------------------------------------------------------------------- score
