@@ -278,6 +278,29 @@ def _zero_based_pair(folder: Path) -> tuple[Path, Path]:
     return folder / "train.svm", folder / "test.svm"
 
 
+@pytest.mark.parametrize("name", ["bom.svm", "bom.txt", "bom.svm.gz"])
+def test_a_libsvm_file_with_a_byte_order_mark_is_read_as_without_it(tmp_path, name):
+    """Issue 23: CSV accepted a UTF-8 byte-order mark, LIBSVM refused it ("label '\\ufeff1' is not a number")."""
+    import gzip
+
+    from sklearn.datasets import load_svmlight_file
+
+    from calopt.io.files import read_data
+
+    plain = _data(tmp_path, "plain.svm")
+    marked = b"\xef\xbb\xbf" + plain.read_bytes()
+    (tmp_path / name).write_bytes(gzip.compress(marked) if name.endswith(".gz") else marked)
+    X, y = load_svmlight_file(str(plain), zero_based=True)
+    dataset = read_data(tmp_path / name)
+    assert dataset.format == "libsvm"
+    assert np.array_equal(dataset.X.toarray(), X.toarray()) and np.array_equal(dataset.labels, y)
+    runs = [runner.invoke(app, ["train", str(path), "--stream", "--json", "--epochs", "2", "--no-progress"])
+            for path in (plain, tmp_path / name)]
+    for run in runs:
+        _ok(run)
+    assert json.loads(runs[0].stdout)["train"] == json.loads(runs[1].stdout)["train"]
+
+
 def test_test_files_are_read_with_the_training_files_index_base(tmp_path):
     train, test = _zero_based_pair(tmp_path)
     model = tmp_path / "m.npz"
