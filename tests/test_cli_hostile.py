@@ -672,6 +672,22 @@ def test_a_full_disk_is_one_line_naming_the_output(tmp_path, templates, monkeypa
     _run_case(tmp_path, templates, monkeypatch, *FULL_DISK_CASES[case])
 
 
+def test_a_bad_file_on_a_local_dask_cluster_is_one_line_without_the_workers_log(tmp_path):
+    """Issue 23: the workers logged "Compute Failed ... Traceback:" (7 lines) before the one-line error.
+    The workers are other processes, writing to the real stderr: the command runs as one too."""
+    pytest.importorskip("distributed")
+    import subprocess
+    import sys
+
+    (tmp_path / "bad.svm").write_text("1 0:1\n-1 0:nan\n1 1:2\n")
+    result = subprocess.run([sys.executable, "-m", "calopt_cli", "train", "bad.svm", "--dask", "local", *FAST],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == ["calopt: error: bad.svm: line 2: feature 0 is nan (values must be finite) "
+                                          "in '-1 0:nan'"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.svm"]
+
+
 # ----------------------------------------------------------------------------- checkpoints
 def _forged_checkpoint(folder: Path, name: str, change: Callable[[dict[str, Any]], None] = lambda m: None,
                        arrays: Callable[[dict[str, np.ndarray]], None] = lambda a: None) -> str:
