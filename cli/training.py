@@ -56,7 +56,7 @@ from calopt_cli.options import (
 from calopt_cli.cluster import cluster_input, dask_client
 from calopt_cli.outputs import Output, check_outputs, check_stdin_once, write_text
 from calopt_cli.progress import epoch_progress
-from calopt_cli.stream import StreamOpt, streams, train_stream
+from calopt_cli.stream import StreamOpt, read_whole_source, streams, train_stream
 
 __all__ = ["CsvOptions", "DataArg", "DelimiterOpt", "HeaderOpt", "LabelColumnOpt", "evaluate", "load_dataset",
            "model_reading", "predict", "reading", "train"]
@@ -383,8 +383,8 @@ def train(
                                      "--constraint": constraints})
     if dask is not None:  # the workers read the training file; the test file is read after training
         cluster_X, cluster_y, read_options, train_set = cluster_input(source, csv, backend, device)
-    else:
-        train_set = load_dataset(source, csv)
+    else:  # --no-stream reads a directory of arrays or a Parquet file whole
+        train_set = read_whole_source(source, csv) or load_dataset(source, csv)
     test_set = None
     if test is not None and dask is None:
         test_set = load_dataset(test, csv, split="test", like=reading(train_set),

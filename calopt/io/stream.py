@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from calopt.errors import DataError, ParameterError, one_line
 from calopt.io.batches import ArrayReader, Batch
 from calopt.io.files import (
+    Dataset,
     csv_layout,
     label_column_index,
     one_based_columns,
@@ -59,6 +60,7 @@ __all__ = [
     "convert",
     "is_chunked",
     "open_stream",
+    "read_whole",
     "survey",
     "widen",
 ]
@@ -792,6 +794,20 @@ def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
     source.settle(found)
     found.zero_based = source.zero_based
     return found
+
+
+def read_whole(source: ChunkSource) -> Dataset:
+    """All the rows of ``source`` (a directory of arrays or a Parquet file) in memory, as
+    :func:`calopt.io.files.read_data` gives a file (float64 features, CSR when sparse): read
+    without streaming (``calopt train --no-stream``). The first pass (:func:`survey`)
+    checks the parts and settles the width and index base, as it does for a stream, so the
+    data and the way later files are read are the stream's."""
+    found = survey(source)
+    blocks = [widen(part.X, found.n_features) for part in source.parts()]
+    X = _stack(blocks)
+    X = X.astype(np.float64) if sp.issparse(X) else np.array(X, dtype=np.float64)  # a copy, not the mapping
+    return Dataset(X, found.labels, found.source, format=found.format, zero_based=found.zero_based,
+                   open_width=found.open_width)
 
 
 # ----------------------------------------------------------------------------- the reader
