@@ -798,5 +798,6 @@ def test_a_bad_score_input_is_one_line_naming_it(tmp_path, templates, monkeypatc
 
 
 def test_the_battery_has_at_least_150_cases():
-    tables = [OUTPUT_CASES, OUTPUT_CASES_EXTRA, DATA_CASES, INDEX_BASE_CASES, MODEL_CASES, PARAMETER_CASES, SCORE_CASES]
+    tables = [OUTPUT_CASES, OUTPUT_CASES_EXTRA, PLOT_CASES, DATA_CASES, INDEX_BASE_CASES, STREAM_DIR_CASES,
+              MODEL_CASES, CHECKPOINT_CASES, PARAMETER_CASES, FULL_DISK_CASES, SCORE_CASES]
     assert sum(map(len, tables)) + 1 >= 150

@@ -244,7 +244,7 @@ class Checkpoint:
         for key in sorted(set(params) | set(self.algorithm_params)):
             if key not in params or key not in self.algorithm_params:
                 where = "this run's" if key in params else "the checkpoint's"
-                raise ParameterError(f"{self.source}: parameter {one_line(key, 40)!s} of {algorithm.name} is "
+                raise ParameterError(f"{self.source}: parameter {one_line(key, 40)} of {algorithm.name} is "
                                      f"missing from {where} algorithm; resume with the options of the interrupted run")
             saved, now = self.algorithm_params[key], json.loads(json.dumps(params[key]))
             if now is not None and saved != now:
@@ -395,7 +395,8 @@ def run_resumable(
     """:func:`calopt.training.loop.run` with checkpoints; the loop's result unless interrupted.
 
     ``resume`` (a checkpoint already :meth:`~Checkpoint.check`-ed against ``options``
-    and ``fingerprint()``) continues where it stopped. ``checkpoint`` (a path, or a
+    and ``fingerprint()``) continues where it stopped, once :meth:`~Checkpoint.check_position`
+    finds that position within this run (its algorithm, epochs, batch and generator state). ``checkpoint`` (a path, or a
     callable that writes a :class:`Checkpoint`) receives one every ``checkpoint_every``
     epochs and one when ``interrupt()`` turns true, which then raises
     :class:`~calopt.errors.TrainingInterrupted` holding it.
