@@ -32,7 +32,8 @@ StreamOpt = Annotated[
     typer.Option("--stream/--no-stream", show_default=False,
                  help="Read the data part by part in bounded memory (LIBSVM/CSV text, .gz/.bz2, a directory "
                  "written by calopt convert or of .npy arrays, Parquet). Default: streamed when DATA is such a "
-                 f"directory or a file of at least {STREAM_ABOVE_BYTES >> 30} GiB; --no-stream reads it into memory."),
+                 f"directory, a Parquet file or a file of at least {STREAM_ABOVE_BYTES >> 30} GiB; --no-stream "
+                 "reads it into memory."),
 ]
 
 
