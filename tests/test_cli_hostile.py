@@ -743,6 +743,13 @@ CHECKPOINT_CASES: dict[str, tuple[Callable[[Path], str], list[str]]] = {
         ["c.npz", "rng_state"]),
     "a state array of another shape": (lambda d: _forged_checkpoint(d, "c.npz", arrays=_grown),
                                        ["c.npz", "has shape", "this run's has"]),
+    "no RNG state": (lambda d: _forged_checkpoint(d, "c.npz", _set(rng_state=None)), ["c.npz", "rng_state is missing"]),
+    "epochs of 1.5": (lambda d: _forged_checkpoint(d, "c.npz", _set(epochs=1.5)), ["c.npz", "whole numbers, not 1.5"]),
+    "a history of numbers": (lambda d: _forged_checkpoint(d, "c.npz", _set(history=[1])), ["c.npz", "history"]),
+    "a history longer than the epochs": (lambda d: _forged_checkpoint(d, "c.npz", lambda m: m.update(
+        history=m["history"] * 2)), ["c.npz", "history must be a list of one object per epoch done (1)"]),
+    "negative seconds": (lambda d: _forged_checkpoint(d, "c.npz", _set(seconds=-5.0)),
+                         ["c.npz", "seconds must be a finite number ≥ 0"]),
 }
 
 

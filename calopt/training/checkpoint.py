@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -251,12 +252,17 @@ class Checkpoint:
                 raise ParameterError(f"{self.source}: written with {algorithm.name} {key}={one_line(saved, 40)}, "
                                      f"this run has {key}={now}; resume with the options of the interrupted run")
 
-    def check_position(self, algorithm: Any, *, epochs: int, batches: int | None = None) -> None:
+    def check_position(self, algorithm: Any, *, epochs: int, batches: int | None = None,
+                       generator: bool = True) -> None:
         """Refuse a position the run cannot continue from (one line naming the field): another
-        algorithm, epochs outside 0..``epochs`` (the run's limit), a batch outside
-        0..``batches`` (one epoch's), a batch after the last epoch, a generator state NumPy
-        does not take."""
+        algorithm, epochs outside 0..``epochs`` (the run's limit), a history of another length,
+        a time that is not a finite number ≥ 0, a batch outside 0..``batches`` (one epoch's), a
+        batch after the last epoch, a generator state NumPy does not take (or none, when the
+        run shuffles with one: ``generator``)."""
         self.check_algorithm(algorithm)
+        if not all(isinstance(value, int) and not isinstance(value, bool) for value in (self.epochs, self.batch)):
+            raise ModelFileError(f"{self.source}: epochs and batch must be whole numbers, not "
+                                 f"{one_line(repr(self.epochs), 20)} and {one_line(repr(self.batch), 20)}")
         if not 0 <= self.epochs <= epochs:
             raise ModelFileError(f"{self.source}: epochs {self.epochs} is outside 0..{epochs} (this run's epochs)")
         if self.batch < 0 or (batches is not None and self.batch > batches):
@@ -265,6 +271,13 @@ class Checkpoint:
         if self.batch and self.epochs == epochs:
             raise ModelFileError(f"{self.source}: batch {self.batch} of epoch {epochs + 1}, after the last epoch "
                                  f"({epochs})")
+        if not isinstance(self.history, list) or len(self.history) != self.epochs or \
+                not all(isinstance(row, dict) for row in self.history):
+            raise ModelFileError(f"{self.source}: history must be a list of one object per epoch done ({self.epochs})")
+        if not (isinstance(self.seconds, float) and math.isfinite(self.seconds) and self.seconds >= 0):
+            raise ModelFileError(f"{self.source}: seconds must be a finite number ≥ 0, not {self.seconds!r}")
+        if generator and self.rng_state is None:
+            raise ModelFileError(f"{self.source}: rng_state is missing (the shuffling generator's state)")
         _check_generator_state(self.rng_state, self.source)
 
     def check(self, options: dict[str, Any], fingerprint: dict[str, Any]) -> None:
@@ -345,8 +358,8 @@ class Checkpoint:
                 algorithm=str(metadata["algorithm"]["name"]),
                 algorithm_params=dict(metadata["algorithm"]["params"]),
                 state=metadata["state"],
-                epochs=int(metadata["epochs"]),
-                batch=int(metadata["batch"]),
+                epochs=metadata["epochs"],  # checked as whole numbers by check_position, never rounded
+                batch=metadata["batch"],
                 rng_state=metadata["rng_state"],
                 history=list(metadata["history"]),
                 seconds=float(metadata["seconds"]),
