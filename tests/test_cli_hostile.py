@@ -616,6 +616,8 @@ STREAM_DIR_CASES: dict[str, tuple[Build, list[str]]] = {
                              ["calopt-stream.json", "n_features must be a whole number", '"five"']),
     "n_features is negative": (lambda d: ["train", _csr_directory(d, "s", meta={"n_features": -3}), *FAST],
                                ["n_features must be a whole number ≥ 0, not -3"]),
+    "an unknown format": (lambda d: ["train", _csr_directory(d, "s", meta={"format": "xyz"}), *FAST],
+                          ["format must be one of libsvm, csv", '"xyz"']),
     "zero_based is a string": (lambda d: ["train", _csr_directory(d, "s", meta={"zero_based": "yes"}), *FAST],
                                ["zero_based must be true, false or null"]),
     "a decreasing indptr": (lambda d: ["train", _csr_directory(d, "s", indptr=lambda a: _put(a, 2, 1)), *FAST],

@@ -286,7 +286,8 @@ def _mapped_rows(array: _Npy, start: int, stop: int) -> np.ndarray:
 
 #: The fields of :data:`META` a directory's reading uses, and what each must be.
 _META_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
-    "format": ("a format name", lambda v: isinstance(v, str) and v in ("libsvm", "csv", "npy", "csr", "parquet")),
+    "format": ("one of libsvm, csv, npy, csr, parquet",
+               lambda v: isinstance(v, str) and v in ("libsvm", "csv", "npy", "csr", "parquet")),
     "n_features": ("a whole number ≥ 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
     "zero_based": ("true, false or null", lambda v: v is None or isinstance(v, bool)),
     "open_width": ("true or false", lambda v: isinstance(v, bool)),
