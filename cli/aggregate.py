@@ -15,7 +15,7 @@ from calopt.training.aggregate import aggregate as aggregate_models
 from calopt.errors import DataError, ParameterError
 from calopt.io.labels import encode_like
 from calopt.training.selection import parse_rule
-from calopt_cli.outputs import check_outputs
+from calopt_cli.outputs import check_outputs, check_stdin_once
 from calopt_cli.options import JsonOpt, MeasureOpt, SeedOpt, echo_json, epochs_text
 from calopt_cli.training import CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, load_dataset, model_reading
 
@@ -98,6 +98,7 @@ def aggregate(
     if epochs < 1:
         raise ParameterError(f"--epochs must be ≥ 1, got {epochs}")
     parse_rule(select)  # a bad rule is refused before any file is read
+    check_stdin_once({"--data": data, "--test": test})
     output = check_outputs({"--model-out": model_out}, [*models, data, test])["--model-out"]
     named = load_models(models)
     like = _common_reading(named)

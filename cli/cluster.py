@@ -36,7 +36,9 @@ def dask_client(spec: str | None) -> Iterator[Any]:
         return
     from distributed import Client, LocalCluster
 
-    with LocalCluster(threads_per_worker=1, dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+    # the workers' own logs stay silent: a task's error (a bad data file) reaches this process,
+    # which reports it as one line; at ERROR the workers printed it first with its traceback
+    with LocalCluster(threads_per_worker=1, dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \
             Client(cluster) as client:
         yield client
 

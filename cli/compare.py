@@ -15,7 +15,8 @@ from calopt.constraints import parse_constraints
 from calopt.io import datasets
 from calopt.io.files import train_test_split
 from calopt.io.labels import label_text
-from calopt_cli.options import ConstraintOpt, JsonOpt, MeasureOpt, PlotOpt, PositiveOpt, echo_json
+from calopt_cli.options import MAX_SEED, ConstraintOpt, JsonOpt, MeasureOpt, PlotOpt, PositiveOpt, echo_json
+from calopt_cli.outputs import check_outputs, check_stdin_once
 from calopt_cli.training import (WITHIN_ERROR_NOTE, CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt,
                                  constraint_mark, load_dataset, reading)
 
@@ -42,7 +43,8 @@ def compare(
     epochs: Annotated[Optional[int], typer.Option(
         "--epochs", "-e", min=1, show_default=False,
         help="Passes of calopt's algorithms (default: chosen on held-out rows) and of SGD (default 10).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed of every method (and of the split).")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=MAX_SEED, metavar="N",
+                                      help="Random seed of every method (and of the split).")] = 0,
     positive: PositiveOpt = None,
     label_column: LabelColumnOpt = "-1",
     delimiter: DelimiterOpt = None,
@@ -67,8 +69,10 @@ def compare(
     Example: [bold]calopt compare a9a -m gmean --plot gmean.png[/bold]
     """
     constraints = parse_constraints(constraint)  # a bad spec fails before anything is read
+    check_stdin_once({"DATA": data, "--test": test})
     if plot is not None:
-        plotting.check_plot_path(plot)  # before any work
+        plotting.check_plot_path(plot)  # before any work: the format, then the path
+        check_outputs({"--plot": plot}, [data, test])
     csv = CsvOptions(label_column, delimiter, header)
     train_set = load_dataset(data, csv)
     embedded = not Path(data).exists() and data in datasets.names()

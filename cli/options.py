@@ -23,6 +23,7 @@ __all__ = [
     "EpochsOpt",
     "JsonOpt",
     "LossOpt",
+    "MAX_SEED",
     "MaxEpochsOpt",
     "MeasureOpt",
     "PatienceOpt",
@@ -190,13 +191,18 @@ DeviceOpt = Annotated[
     ),
 ]
 
+#: The largest ``--seed``: scikit-learn's splitters seed NumPy's legacy generator, which takes 32 bits.
+MAX_SEED = 2**32 - 1
+
 SeedOpt = Annotated[
     Optional[int],
     typer.Option(
         "--seed",
         metavar="N",
         min=0,
-        help="Random seed, a whole number ≥ 0 (shuffling, initialisation); the same seed gives the same run.",
+        max=MAX_SEED,
+        help="Random seed, a whole number from 0 to 2³²−1 (shuffling, initialisation); the same seed gives "
+        "the same run.",
         show_default=False,
     ),
 ]

@@ -1,7 +1,7 @@
 """Where the commands write: every output path is checked before any work starts.
 
-:func:`check_outputs` is the one check behind ``train --model-out/--checkpoint``,
-``aggregate --model-out`` and ``predict --out``. It runs before data are read or a model
+:func:`check_outputs` is the one check behind ``train --model-out/--checkpoint/--plot``,
+``compare --plot``, ``aggregate --model-out`` and ``predict --out``. It runs before data are read or a model
 is trained, so a run never ends with "cannot write" after minutes of work, and it
 refuses, with one line naming the option and the path, an output that would damage
 something: a directory, a path in a missing or unwritable directory, a name too long
@@ -23,10 +23,12 @@ import typer
 from calopt.errors import ParameterError
 from calopt.models.archive import atomic_write
 
-__all__ = ["STDOUT", "Output", "check_outputs", "write_text"]
+__all__ = ["STDIN", "STDOUT", "Output", "check_outputs", "check_stdin_once", "write_text"]
 
 #: The path that means standard output (``predict --out -``).
 STDOUT = "-"
+#: The path that means standard input (a data file read from a pipe).
+STDIN = "-"
 _NAME_MAX = 255
 
 
@@ -137,6 +139,15 @@ def check_outputs(
                                      "name two different files")
         checked[option] = output
     return checked
+
+
+def check_stdin_once(inputs: dict[str, str | os.PathLike | None]) -> None:
+    """Refuse, before anything is read, a run that names standard input (``-``) for two of its
+    ``{option: path}`` inputs: a pipe is read once, and the second would read an empty file."""
+    named = [option for option, path in inputs.items() if path is not None and str(path) == STDIN]
+    if len(named) > 1:
+        raise ParameterError(f"{named[1]} -: standard input is also {named[0]}, and it can be read only once; "
+                             "save one of them to a file")
 
 
 def write_text(output: Output | None, text: str) -> None:

@@ -20,18 +20,20 @@ from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
 from calopt.errors import DataError, ParameterError
 from calopt.io.labels import label_text
-from calopt.io.stream import STREAM_ABOVE_BYTES, open_stream
+from calopt.io.files import STDIN, Dataset
+from calopt.io.stream import STREAM_ABOVE_BYTES, open_stream, read_whole
 from calopt.io.stream import convert as convert_source
 from calopt.training.stream import fit_stream
 
-__all__ = ["StreamOpt", "convert", "streams", "train_stream"]
+__all__ = ["StreamOpt", "convert", "read_whole_source", "streams", "train_stream"]
 
 StreamOpt = Annotated[
     bool | None,
     typer.Option("--stream/--no-stream", show_default=False,
                  help="Read the data part by part in bounded memory (LIBSVM/CSV text, .gz/.bz2, a directory "
                  "written by calopt convert or of .npy arrays, Parquet). Default: streamed when DATA is such a "
-                 f"directory or a file of at least {STREAM_ABOVE_BYTES >> 30} GiB."),
+                 f"directory, a Parquet file or a file of at least {STREAM_ABOVE_BYTES >> 30} GiB; --no-stream "
+                 "reads it into memory."),
 ]
 
 
@@ -46,6 +48,16 @@ def streams(source: str, stream: bool | None) -> bool:
             path.is_file() and path.stat().st_size >= STREAM_ABOVE_BYTES)
     except OSError:
         return False
+
+
+def read_whole_source(source: str, csv: Any) -> Dataset | None:
+    """``calopt train --no-stream`` on a directory of arrays or a Parquet file: its rows in
+    memory (:func:`calopt.io.stream.read_whole`); None for anything else (a data file
+    :func:`calopt.io.files.read_data` reads)."""
+    path = Path(source)
+    if source == STDIN or not (path.is_dir() or path.suffix in (".parquet", ".pq")):
+        return None
+    return read_whole(_open(source, csv))
 
 
 @contextlib.contextmanager

@@ -54,9 +54,9 @@ from calopt_cli.options import (
     selection_text,
 )
 from calopt_cli.cluster import cluster_input, dask_client
-from calopt_cli.outputs import Output, check_outputs, write_text
+from calopt_cli.outputs import Output, check_outputs, check_stdin_once, write_text
 from calopt_cli.progress import epoch_progress
-from calopt_cli.stream import StreamOpt, streams, train_stream
+from calopt_cli.stream import StreamOpt, read_whole_source, streams, train_stream
 
 __all__ = ["CsvOptions", "DataArg", "DelimiterOpt", "HeaderOpt", "LabelColumnOpt", "evaluate", "load_dataset",
            "model_reading", "predict", "reading", "train"]
@@ -140,8 +140,10 @@ def _default_checkpoint(model_out: Output | None) -> Path:
 
 
 def _train_outputs(model_out: Path | None, checkpoint: Path | None, resume: Path | None,
-                   checkpoint_every: int | None, inputs: list[Any]) -> tuple[Output | None, Output | None, str]:
-    """The checked --model-out and checkpoint outputs, before any data are read.
+                   checkpoint_every: int | None, inputs: list[Any],
+                   plot: Path | None = None) -> tuple[Output | None, Output | None, str]:
+    """The checked --model-out and checkpoint outputs, before any data are read; --plot is
+    checked with them (against the inputs and each other), and written by the same rule.
 
     The checkpoint is --checkpoint, else the --resume file (which it may overwrite),
     else the default beside the model. The default is not one the user named: when it
@@ -151,12 +153,14 @@ def _train_outputs(model_out: Path | None, checkpoint: Path | None, resume: Path
     """
     named = checkpoint or resume
     option = "--checkpoint" if checkpoint is not None or resume is None else "--resume"
-    checked = check_outputs({"--model-out": model_out, option: named}, inputs, may_equal={option: resume})
+    checked = check_outputs({"--model-out": model_out, option: named, "--plot": plot}, inputs,
+                            may_equal={option: resume})
     if named is not None:
         return checked.get("--model-out"), checked[option], ""
     default = _default_checkpoint(checked.get("--model-out"))
     try:
-        output = check_outputs({"--model-out": model_out, "--checkpoint": default}, inputs)["--checkpoint"]
+        output = check_outputs({"--model-out": model_out, "--plot": plot, "--checkpoint": default},
+                               inputs)["--checkpoint"]
         if output.existed:
             raise ParameterError(f"--checkpoint {default}: the default checkpoint exists (from an earlier run?); "
                                  f"continue it with --resume {default}, or name another with --checkpoint")
@@ -357,12 +361,15 @@ def train(
     if constraints and dask is not None:
         raise ParameterError("--constraint with --dask: a cluster run does not train under rate constraints")
     if resume is not None and not resume.is_file():
-        raise ParameterError(f"--resume {resume}: no such checkpoint file")
+        raise ParameterError(f"--resume {resume}: " + ("is a directory, not a checkpoint file" if resume.is_dir()
+                                                       else "no such checkpoint file" if not resume.exists()
+                                                       else "not a regular file (a checkpoint is an .npz file)"))
+    check_stdin_once({"DATA": data, "--test": test})
     if plot is not None:
         plotting.check_plot_path(plot)  # before training
     source = data or "a9a"
     model_output, checkpoint_output, no_checkpoint = _train_outputs(
-        model_out, checkpoint, resume, checkpoint_every, [source, test, resume])
+        model_out, checkpoint, resume, checkpoint_every, [source, test, resume], plot)
     csv = CsvOptions(label_column, delimiter, header)
     if (streams(source, stream) if data is not None else bool(stream)):  # out of core: calopt_cli.stream
         return train_stream(source, csv, test=test, model_output=model_output, as_json=as_json,
@@ -376,8 +383,8 @@ def train(
                                      "--constraint": constraints})
     if dask is not None:  # the workers read the training file; the test file is read after training
         cluster_X, cluster_y, read_options, train_set = cluster_input(source, csv, backend, device)
-    else:
-        train_set = load_dataset(source, csv)
+    else:  # --no-stream reads a directory of arrays or a Parquet file whole
+        train_set = read_whole_source(source, csv) or load_dataset(source, csv)
     test_set = None
     if test is not None and dask is None:
         test_set = load_dataset(test, csv, split="test", like=reading(train_set),

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.sparse
 from sklearn.datasets import dump_svmlight_file
 from typer.testing import CliRunner
 
@@ -55,7 +56,30 @@ def templates(tmp_path_factory) -> Path:
                               ("m1.npz", "one.svm", []), ("mc.npz", "train.csv", [])]:
         result = runner.invoke(app, ["train", str(folder / data), "-o", str(folder / name), *FAST, *extra])
         assert result.exit_code == 0, result.output
+    _interrupted_checkpoint(folder)
     return folder
+
+
+#: the run whose checkpoint the checkpoint cases forge: 10 batches of 30 rows an epoch, 2 epochs
+CHECKPOINTED = ["train", "train.svm", "--epochs", "2", "--batch-size", "30", "--no-progress"]
+
+
+def _interrupted_checkpoint(folder: Path) -> None:
+    """ck.npz: the checkpoint of CHECKPOINTED stopped after 13 batches (as Ctrl-C would stop it)."""
+    import calopt
+    import calopt_cli.training
+
+    real_fit = calopt.fit
+
+    def fit_stopped(*args, interrupt=None, **kwargs):
+        batches = iter(range(12))
+        return real_fit(*args, interrupt=lambda: next(batches, None) is None, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(calopt_cli.training.calopt, "fit", fit_stopped)
+        patch.chdir(folder)
+        result = runner.invoke(app, [*CHECKPOINTED, "--checkpoint", "ck.npz"])
+    assert result.exit_code == 130, result.output
 
 
 def _snapshot(root: Path) -> dict[str, tuple]:
@@ -260,6 +284,65 @@ def test_an_output_path_that_would_do_harm_is_refused_before_any_work(tmp_path, 
 @pytest.mark.parametrize("case", list(OUTPUT_CASES_EXTRA))
 def test_outputs_that_clash_are_refused(tmp_path, templates, monkeypatch, case):
     _run_case(tmp_path, templates, monkeypatch, *OUTPUT_CASES_EXTRA[case])
+
+
+_COMPARE = ["compare", "train.svm", "-a", "lbfgs", "--epochs", "1"]
+#: --plot against every input and every other output, through names, links and folders (issue 23)
+PLOT_CASES: dict[str, tuple[Build, list[str]]] = {
+    "train: --plot = DATA": (lambda d: ["train", _write(d, "d.svg", _SVM), "--plot", "d.svg", *FAST],
+                             ["--plot d.svg", "is the input file d.svg"]),
+    "train: --plot = --test": (lambda d: ["train", "train.svm", "--test", _write(d, "t.svg", _SVM), "--plot", "t.svg",
+                                          *FAST], ["--plot t.svg", "is the input file t.svg"]),
+    "train: --plot a link to DATA": (lambda d: ["train", "train.svm", "--plot", _link(d, "fig.svg", "train.svm"),
+                                                *FAST], ["--plot fig.svg", "is the input file train.svm"]),
+    "train: --plot a hard link to DATA": (
+        lambda d: ["train", "train.svm", "--plot", os.link(d / "train.svm", d / "hard.svg") or "hard.svg", *FAST],
+        ["--plot hard.svg", "is the input file"]),
+    "train: --plot = -o": (lambda d: ["train", "train.svm", "-o", "same.png", "--plot", "same.png", *FAST],
+                           ["--plot same.png", "is also --model-out same.png"]),
+    "train: --plot = --checkpoint": (lambda d: ["train", "train.svm", "--checkpoint", "c.svg", "--plot", "c.svg",
+                                                *FAST], ["--plot c.svg", "is also --checkpoint c.svg"]),
+    "train: --plot = --resume": (lambda d: ["train", "train.svm", "--resume", _write(d, "r.svg", b"a checkpoint"),
+                                            "--plot", "r.svg", *FAST], ["--plot r.svg", "is the input file r.svg"]),
+    "train: --plot in a missing directory": (lambda d: ["train", "train.svm", "--plot", "nodir/f.svg", *FAST],
+                                             ["--plot nodir/f.svg", "no such directory"]),
+    "train: --plot a directory": (lambda d: ["train", "train.svm", "--plot", _mkdir(d, "f.svg"), *FAST],
+                                  ["--plot f.svg", "is a directory"]),
+    "compare: --plot = --test": (lambda d: [*_COMPARE, "--test", _write(d, "t.svg", _SVM), "--plot", "t.svg"],
+                                 ["--plot t.svg", "is the input file t.svg"]),
+    "compare: --plot = DATA": (lambda d: ["compare", _write(d, "d.svg", _SVM), "--plot", "d.svg"],
+                               ["--plot d.svg", "is the input file d.svg"]),
+    "compare: --plot a link to DATA": (lambda d: [*_COMPARE, "--plot", _link(d, "fig.png", "train.svm")],
+                                       ["--plot fig.png", "is the input file train.svm"]),
+    "compare: --plot in a missing directory": (lambda d: [*_COMPARE, "--plot", "nodir/f.png"],
+                                               ["--plot nodir/f.png", "no such directory"]),
+    "compare: --plot in an unwritable directory": (lambda d: [*_COMPARE, "--plot", f"{_unwritable_folder(d)}/f.png"],
+                                                   ["--plot", "not writable"]),
+}
+
+
+@pytest.mark.parametrize("case", list(PLOT_CASES))
+def test_a_figure_path_is_checked_like_every_output_before_any_work(tmp_path, templates, monkeypatch, case):
+    """Issue 23: ``--plot`` was never compared with the inputs and the other outputs (``train d.svg --plot
+    d.svg`` replaced the training file), and a figure in a missing folder failed after the training."""
+    pytest.importorskip("matplotlib")
+    _no_work_before_the_check(monkeypatch)
+    _run_case(tmp_path, templates, monkeypatch, *PLOT_CASES[case])
+
+
+def test_a_figure_through_a_link_to_another_file_is_written_there_atomically(tmp_path):
+    """A --plot link to a file that is no input is followed (the link stays a link), like -o."""
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    dump_svmlight_file(X, np.where(X[:, 0] > 0.3, 1, -1), str(tmp_path / "d.svm"))
+    (tmp_path / "old.svg").write_text("an older figure")
+    (tmp_path / "fig.svg").symlink_to("old.svg")
+    result = runner.invoke(app, ["train", str(tmp_path / "d.svm"), "--plot", str(tmp_path / "fig.svg"), *FAST])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "fig.svg").is_symlink()
+    assert (tmp_path / "old.svg").read_text().lstrip().startswith("<?xml")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.svm", "fig.svg", "old.svg"]
 
 
 # ----------------------------------------------------------------------------- data files
@@ -484,6 +567,19 @@ PARAMETER_CASES: dict[str, tuple[Build, list[str]]] = {
                                          "--lambda", "-1"], ["--lambda"]),
     "aggregate --weighting unknown": (lambda d: ["aggregate", "m.npz", "m2.npz", "--data", "train.svm", "-o",
                                                  "agg.npz", "--weighting", "some"], ["weighting", "'some'"]),
+    "--seed 2**32": (lambda d: ["train", "train.svm", "--seed", str(2**32), *FAST],
+                     ["--seed", "less than or equal to 4294967295"]),
+    "compare --seed 2**32": (lambda d: ["compare", "train.svm", "--seed", str(2**32)], ["--seed", "4294967295"]),
+    "compare --seed -1": (lambda d: ["compare", "train.svm", "--seed", "-1"], ["--seed", "greater than or equal to 0"]),
+    "--resume a directory": (lambda d: ["train", "train.svm", "--resume", _mkdir(d, "ck"), *FAST],
+                             ["--resume ck", "is a directory"]),
+    "train: stdin as DATA and --test": (lambda d: (["train", "-", "--test", "-", *FAST], _SVM),
+                                        ["--test -", "standard input is also DATA", "read only once"]),
+    "compare: stdin as DATA and --test": (lambda d: (["compare", "-", "--test", "-"], _SVM),
+                                          ["--test -", "read only once"]),
+    "aggregate: stdin as --data and --test": (
+        lambda d: (["aggregate", "m.npz", "m2.npz", "--data", "-", "--test", "-", "-o", "agg.npz"], _SVM),
+        ["--test -", "standard input is also --data"]),
     "aggregate models of other widths": (lambda d: ["aggregate", "m.npz", "mc.npz", "--data", "train.svm", "-o",
                                                     "agg.npz"], ["mc.npz", "3 features", "m.npz has 6"]),
 }
@@ -492,6 +588,189 @@ PARAMETER_CASES: dict[str, tuple[Build, list[str]]] = {
 @pytest.mark.parametrize("case", list(PARAMETER_CASES))
 def test_a_bad_parameter_is_one_line_naming_it(tmp_path, templates, monkeypatch, case):
     _run_case(tmp_path, templates, monkeypatch, *PARAMETER_CASES[case])
+
+
+def _csr_directory(folder: Path, name: str, meta: Any = None, **change: Callable[[np.ndarray], np.ndarray]) -> str:
+    """A CSR directory (data, indices, indptr, y .npy) of a 4 x 3 matrix made by scipy, each array
+    passed through ``change[name]``; ``meta`` (when given) written as its calopt-stream.json."""
+    matrix = scipy.sparse.csr_matrix(np.array([[1.0, 0, 2], [0, 3, 0], [4, 5, 0], [0, 0, 6]]))
+    arrays = {"data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr, "y": np.array([1, -1, 1, -1])}
+    (folder / name).mkdir()
+    for key, array in arrays.items():
+        np.save(folder / name / f"{key}.npy", change.get(key, lambda a: a)(array.copy()))
+    if meta is not None:
+        (folder / name / "calopt-stream.json").write_text(json.dumps(meta))
+    return name
+
+
+def _put(array: np.ndarray, at: int, value: int) -> np.ndarray:
+    array[at] = value
+    return array
+
+
+#: a hostile stream directory (train streams a directory) -> its message (issue 23)
+STREAM_DIR_CASES: dict[str, tuple[Build, list[str]]] = {
+    "calopt-stream.json is a list": (lambda d: ["train", _csr_directory(d, "s", meta=[]), *FAST],
+                                     ["s: calopt-stream.json", "must be a JSON object, not []"]),
+    "n_features is a word": (lambda d: ["train", _csr_directory(d, "s", meta={"n_features": "five"}), *FAST],
+                             ["calopt-stream.json", "n_features must be a whole number", '"five"']),
+    "n_features is negative": (lambda d: ["train", _csr_directory(d, "s", meta={"n_features": -3}), *FAST],
+                               ["n_features must be a whole number ≥ 0, not -3"]),
+    "an unknown format": (lambda d: ["train", _csr_directory(d, "s", meta={"format": "xyz"}), *FAST],
+                          ["format must be one of libsvm, csv", '"xyz"']),
+    "zero_based is a string": (lambda d: ["train", _csr_directory(d, "s", meta={"zero_based": "yes"}), *FAST],
+                               ["zero_based must be true, false or null"]),
+    "a decreasing indptr": (lambda d: ["train", _csr_directory(d, "s", indptr=lambda a: _put(a, 2, 1)), *FAST],
+                            ["s: indptr.npy", "row 1 (from 0)", "never decrease"]),
+    "an indptr not starting at 0": (lambda d: ["train", _csr_directory(d, "s", indptr=lambda a: _put(a, 0, 1)),
+                                               *FAST], ["s: indptr.npy", "row 0", "start at 0"]),
+    "a column twice in a row": (lambda d: ["train", _csr_directory(d, "s", indices=lambda a: _put(a, 4, 0)), *FAST],
+                                ["s: row 2 (from 0): column 0 appears twice"]),
+    "a negative column": (lambda d: ["train", _csr_directory(d, "s", indices=lambda a: _put(a, 2, -1)), *FAST],
+                          ["s: row 1 (from 0): column index -1 must be ≥ 0"]),
+    "a column beyond n_features": (
+        lambda d: ["train", _csr_directory(d, "s", meta={"n_features": 3}, indices=lambda a: _put(a, 5, 7)), *FAST],
+        ["s: row 3 (from 0): column index 7 is outside 0..2", "3 features"]),
+}
+
+
+@pytest.mark.parametrize("case", list(STREAM_DIR_CASES))
+def test_a_bad_stream_directory_is_one_line_naming_it(tmp_path, templates, monkeypatch, case):
+    _run_case(tmp_path, templates, monkeypatch, *STREAM_DIR_CASES[case])
+
+
+def test_a_csr_directory_with_unsorted_distinct_columns_trains_like_its_sorted_twin(tmp_path):
+    """Only repeated columns are refused: a row's distinct columns in any order are the same matrix."""
+    rng = np.random.default_rng(1)
+    X = scipy.sparse.random(200, 5, density=0.6, format="csr", random_state=2)
+    y = np.where(rng.random(200) < 0.4, 1, -1)
+    for name, reverse in [("sorted", False), ("unsorted", True)]:
+        indices, data = X.indices.copy(), X.data.copy()
+        if reverse:
+            for row in range(200):
+                cut = slice(X.indptr[row], X.indptr[row + 1])
+                indices[cut], data[cut] = indices[cut][::-1], data[cut][::-1]
+        (tmp_path / name).mkdir()
+        for key, array in {"data": data, "indices": indices, "indptr": X.indptr, "y": y}.items():
+            np.save(tmp_path / name / f"{key}.npy", array)
+    runs = [runner.invoke(app, ["train", str(tmp_path / name), "--json", *FAST]) for name in ("sorted", "unsorted")]
+    assert [r.exit_code for r in runs] == [0, 0], [r.output for r in runs]
+    assert json.loads(runs[0].stdout)["train"] == json.loads(runs[1].stdout)["train"]
+
+
+_FULL = "/dev/full"
+#: a write the system refuses (ENOSPC) after the work: one line naming the path, nothing left behind
+FULL_DISK_CASES: dict[str, tuple[Build, list[str]]] = {
+    "train -o /dev/full": (lambda d: ["train", "train.svm", "-o", _FULL, *FAST], [_FULL, "cannot write"]),
+    "predict --out /dev/full": (lambda d: ["predict", "m.npz", "train.svm", "--out", _FULL], [_FULL, "cannot write"]),
+    "aggregate -o /dev/full": (lambda d: ["aggregate", "m.npz", "m2.npz", "--data", "train.svm", "-o", _FULL],
+                               [_FULL, "cannot write"]),
+}
+
+
+@pytest.mark.skipif(not os.path.exists(_FULL), reason="no /dev/full here")
+@pytest.mark.parametrize("case", list(FULL_DISK_CASES))
+def test_a_full_disk_is_one_line_naming_the_output(tmp_path, templates, monkeypatch, case):
+    _run_case(tmp_path, templates, monkeypatch, *FULL_DISK_CASES[case])
+
+
+def test_a_bad_file_on_a_local_dask_cluster_is_one_line_without_the_workers_log(tmp_path):
+    """Issue 23: the workers logged "Compute Failed ... Traceback:" (7 lines) before the one-line error.
+    The workers are other processes, writing to the real stderr: the command runs as one too."""
+    pytest.importorskip("distributed")
+    import subprocess
+    import sys
+
+    (tmp_path / "bad.svm").write_text("1 0:1\n-1 0:nan\n1 1:2\n")
+    result = subprocess.run([sys.executable, "-m", "calopt_cli", "train", "bad.svm", "--dask", "local", *FAST],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == ["calopt: error: bad.svm: line 2: feature 0 is nan (values must be finite) "
+                                          "in '-1 0:nan'"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.svm"]
+
+
+# ----------------------------------------------------------------------------- checkpoints
+def _forged_checkpoint(folder: Path, name: str, change: Callable[[dict[str, Any]], None] = lambda m: None,
+                       arrays: Callable[[dict[str, np.ndarray]], None] = lambda a: None) -> str:
+    """A copy of ck.npz with its metadata and arrays changed in place, and a checksum that matches (forged)."""
+    from calopt.training.checkpoint import _checksum as checkpoint_checksum
+
+    with np.load(folder / "ck.npz") as archive:
+        saved = {key: archive[key] for key in archive.files}
+    metadata = json.loads(saved.pop("metadata").tobytes())
+    metadata.pop("sha256")
+    change(metadata)
+    arrays(saved)
+    blob = np.frombuffer(json.dumps({**metadata, "sha256": checkpoint_checksum(saved, metadata)}).encode(), np.uint8)
+    return _write(folder, name, _zip({"metadata.npy": _npy(blob), **{f"{k}.npy": _npy(v) for k, v in saved.items()}}))
+
+
+def _set(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda metadata: metadata.update(fields)
+
+
+def _param(name: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda metadata: metadata["algorithm"]["params"].update({name: value})
+
+
+def _grown(arrays: dict[str, np.ndarray]) -> None:
+    """The first state array with rows gets one row more."""
+    key = next(k for k in sorted(arrays) if k.startswith("state") and arrays[k].ndim >= 1)
+    arrays[key] = np.concatenate([arrays[key], arrays[key][:1]])
+
+
+#: a checkpoint with a valid checksum that does not fit the run resuming it -> its message (issue 23)
+CHECKPOINT_CASES: dict[str, tuple[Callable[[Path], str], list[str]]] = {
+    "negative epochs": (lambda d: _forged_checkpoint(d, "c.npz", _set(epochs=-5)),
+                        ["c.npz", "epochs -5 is outside 0..2"]),
+    "more epochs than the run's": (lambda d: _forged_checkpoint(d, "c.npz", _set(epochs=99)),
+                                   ["c.npz", "epochs 99 is outside 0..2"]),
+    "a batch beyond the epoch": (lambda d: _forged_checkpoint(d, "c.npz", _set(batch=500)),
+                                 ["c.npz", "batch 500 is outside 0..10"]),
+    "a negative batch": (lambda d: _forged_checkpoint(d, "c.npz", _set(batch=-1)), ["c.npz", "batch -1"]),
+    "a batch after the last epoch": (lambda d: _forged_checkpoint(d, "c.npz", _set(epochs=2, batch=3)),
+                                     ["c.npz", "after the last epoch"]),
+    "another algorithm": (lambda d: _forged_checkpoint(d, "c.npz", lambda m: m["algorithm"].update(name="sgd")),
+                          ["c.npz", "written by algorithm 'sgd'", "this run trains 'lbfgs'"]),
+    "another parameter value": (lambda d: _forged_checkpoint(d, "c.npz", _param("C", 5.0)),
+                                ["c.npz", "lbfgs C=5.0", "this run has C=1.0"]),
+    "a parameter the algorithm lacks": (lambda d: _forged_checkpoint(d, "c.npz", _param("zeta", 1)),
+                                        ["c.npz", "parameter zeta"]),
+    "a garbage RNG state": (lambda d: _forged_checkpoint(d, "c.npz", _set(rng_state={"bit_generator": "PCG64",
+                                                                                     "state": "garbage"})),
+                            ["c.npz", "rng_state"]),
+    "an RNG state of another generator": (
+        lambda d: _forged_checkpoint(d, "c.npz", _set(rng_state=np.random.MT19937(0).state | {"state": {}})),
+        ["c.npz", "rng_state"]),
+    "a state array of another shape": (lambda d: _forged_checkpoint(d, "c.npz", arrays=_grown),
+                                       ["c.npz", "has shape", "this run's has"]),
+    "no RNG state": (lambda d: _forged_checkpoint(d, "c.npz", _set(rng_state=None)), ["c.npz", "rng_state is missing"]),
+    "epochs of 1.5": (lambda d: _forged_checkpoint(d, "c.npz", _set(epochs=1.5)), ["c.npz", "whole numbers, not 1.5"]),
+    "a history of numbers": (lambda d: _forged_checkpoint(d, "c.npz", _set(history=[1])), ["c.npz", "history"]),
+    "a history longer than the epochs": (lambda d: _forged_checkpoint(d, "c.npz", lambda m: m.update(
+        history=m["history"] * 2)), ["c.npz", "history must be a list of one object per epoch done (1)"]),
+    "negative seconds": (lambda d: _forged_checkpoint(d, "c.npz", _set(seconds=-5.0)),
+                         ["c.npz", "seconds must be a finite number ≥ 0"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CHECKPOINT_CASES))
+def test_a_checkpoint_that_does_not_fit_the_run_is_refused(tmp_path, templates, monkeypatch, case):
+    """Issue 23: a forged checkpoint's epochs were obeyed (-5 ran 2,230 epochs), its algorithm, parameters
+    and batch ignored, a garbage generator state or state shape a traceback."""
+    make, fragments = CHECKPOINT_CASES[case]
+    _run_case(tmp_path, templates, monkeypatch, lambda d: [*CHECKPOINTED, "--resume", make(d)], fragments)
+
+
+def test_the_template_checkpoint_resumes_to_the_uninterrupted_model(tmp_path, templates, monkeypatch):
+    """The checks refuse forgeries only: ck.npz itself resumes, to the model an uninterrupted run gives."""
+    monkeypatch.chdir(shutil.copytree(templates, tmp_path / "case"))
+    resumed = runner.invoke(app, [*CHECKPOINTED, "--resume", "ck.npz", "-o", "resumed.npz"])
+    whole = runner.invoke(app, [*CHECKPOINTED, "-o", "whole.npz"])
+    assert (resumed.exit_code, whole.exit_code) == (0, 0), resumed.output + whole.output
+    with np.load("resumed.npz") as a, np.load("whole.npz") as b:
+        assert np.array_equal(a["coef"], b["coef"])
 
 
 # ----------------------------------------------------------------------------- score
@@ -528,5 +807,6 @@ def test_a_bad_score_input_is_one_line_naming_it(tmp_path, templates, monkeypatc
 
 
 def test_the_battery_has_at_least_150_cases():
-    tables = [OUTPUT_CASES, OUTPUT_CASES_EXTRA, DATA_CASES, INDEX_BASE_CASES, MODEL_CASES, PARAMETER_CASES, SCORE_CASES]
+    tables = [OUTPUT_CASES, OUTPUT_CASES_EXTRA, PLOT_CASES, DATA_CASES, INDEX_BASE_CASES, STREAM_DIR_CASES,
+              MODEL_CASES, CHECKPOINT_CASES, PARAMETER_CASES, FULL_DISK_CASES, SCORE_CASES]
     assert sum(map(len, tables)) + 1 >= 150

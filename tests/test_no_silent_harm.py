@@ -278,6 +278,53 @@ def _zero_based_pair(folder: Path) -> tuple[Path, Path]:
     return folder / "train.svm", folder / "test.svm"
 
 
+@pytest.mark.parametrize("name", ["bom.svm", "bom.txt", "bom.svm.gz"])
+def test_a_libsvm_file_with_a_byte_order_mark_is_read_as_without_it(tmp_path, name):
+    """Issue 23: CSV accepted a UTF-8 byte-order mark, LIBSVM refused it ("label '\\ufeff1' is not a number")."""
+    import gzip
+
+    from sklearn.datasets import load_svmlight_file
+
+    from calopt.io.files import read_data
+
+    plain = _data(tmp_path, "plain.svm")
+    marked = b"\xef\xbb\xbf" + plain.read_bytes()
+    (tmp_path / name).write_bytes(gzip.compress(marked) if name.endswith(".gz") else marked)
+    X, y = load_svmlight_file(str(plain), zero_based=True)
+    dataset = read_data(tmp_path / name)
+    assert dataset.format == "libsvm"
+    assert np.array_equal(dataset.X.toarray(), X.toarray()) and np.array_equal(dataset.labels, y)
+    runs = [runner.invoke(app, ["train", str(path), "--stream", "--json", "--epochs", "2", "--no-progress"])
+            for path in (plain, tmp_path / name)]
+    for run in runs:
+        _ok(run)
+    assert json.loads(runs[0].stdout)["train"] == json.loads(runs[1].stdout)["train"]
+
+
+def test_no_stream_reads_a_directory_or_a_parquet_file_into_memory(tmp_path):
+    """Issue 23: the README says --no-stream reads a directory of arrays or a Parquet file into memory;
+    both were refused ("is a directory", "binary data"). The model is the one trained on the same
+    values from a LIBSVM (sparse) or CSV (dense) file."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(str(_data(tmp_path)), zero_based=True)
+    (tmp_path / "csr").mkdir()
+    for key, array in {"data": X.data, "indices": X.indices, "indptr": X.indptr, "y": y}.items():
+        np.save(tmp_path / "csr" / f"{key}.npy", array)
+    frame = pd.DataFrame(X.toarray(), columns=[f"f{j}" for j in range(X.shape[1])]).assign(y=y)
+    frame.to_parquet(tmp_path / "d.parquet")
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    coef = {}
+    for name in ("csr", "d.svm", "d.parquet", "d.csv"):
+        _ok(_train(tmp_path / name, "--no-stream", "-o", tmp_path / f"{name}.npz"))
+        with np.load(tmp_path / f"{name}.npz") as model:
+            coef[name] = model["coef"]
+    assert np.array_equal(coef["csr"], coef["d.svm"])
+    assert np.array_equal(coef["d.parquet"], coef["d.csv"])
+
+
 def test_test_files_are_read_with_the_training_files_index_base(tmp_path):
     train, test = _zero_based_pair(tmp_path)
     model = tmp_path / "m.npz"

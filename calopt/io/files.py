@@ -239,9 +239,20 @@ def _check_text(head: bytes, source: str) -> None:
                             f"offset {exc.start}); calopt reads UTF-8 LIBSVM or CSV files, or .npz") from None
 
 
+#: The UTF-8 byte-order mark some editors put at the start of a text file (read as no text).
+_BOM = b"\xef\xbb\xbf"
+
+
+def _skip_bom(f: Any, found: _Input) -> Any:
+    """``f`` (the start of ``found``'s text) past a byte-order mark, as CSV is read (``utf-8-sig``)."""
+    if found.first_line == 1 and f.read(len(_BOM)) != _BOM:
+        f.seek(0)
+    return f
+
+
 def _first_line(head: bytes) -> bytes:
     """The first line that is neither blank nor a ``#`` comment."""
-    lines = (line.strip() for line in head.split(b"\n"))
+    lines = (line.strip() for line in head.removeprefix(_BOM).split(b"\n"))
     return next((line for line in lines if line and not line.startswith(b"#")), b"")
 
 
@@ -349,7 +360,7 @@ def _read_libsvm(found: _Input, zero_based: bool | str = "auto") -> Dataset:
 
     try:
         with _open(found) as f:
-            X, labels = load_svmlight_file(f, dtype=np.float64, zero_based=True)
+            X, labels = load_svmlight_file(_skip_bom(f, found), dtype=np.float64, zero_based=True)
     except _DECOMPRESSION_ERRORS as exc:
         raise _corrupt(found, exc) from None
     except (ValueError, OverflowError) as exc:
@@ -411,7 +422,7 @@ def _libsvm_error(found: _Input, zero_based: bool | str, exc: BaseException | No
     """Re-scan the text for the first bad line and describe it."""
     try:
         with _open(found) as f:
-            for number, line in enumerate(f, start=found.first_line):
+            for number, line in enumerate(_skip_bom(f, found), start=found.first_line):
                 problem = _libsvm_problem(line, zero_based)
                 if problem:
                     return DataError(f"{found.source}: line {number}: {problem} in {_excerpt(line)}")

@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from calopt.errors import DataError, ParameterError, one_line
 from calopt.io.batches import ArrayReader, Batch
 from calopt.io.files import (
+    Dataset,
     csv_layout,
     label_column_index,
     one_based_columns,
@@ -59,6 +60,7 @@ __all__ = [
     "convert",
     "is_chunked",
     "open_stream",
+    "read_whole",
     "survey",
     "widen",
 ]
@@ -282,6 +284,26 @@ def _mapped_rows(array: _Npy, start: int, stop: int) -> np.ndarray:
                      shape=(stop - start, *array.shape[1:]))
 
 
+#: The fields of :data:`META` a directory's reading uses, and what each must be.
+_META_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "format": ("one of libsvm, csv, npy, csr, parquet",
+               lambda v: isinstance(v, str) and v in ("libsvm", "csv", "npy", "csr", "parquet")),
+    "n_features": ("a whole number ≥ 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+    "zero_based": ("true, false or null", lambda v: v is None or isinstance(v, bool)),
+    "open_width": ("true or false", lambda v: isinstance(v, bool)),
+}
+
+
+def _check_meta(meta: Any, where: str) -> None:
+    """Refuse a :data:`META` document that is not an object, or whose fields in use have the wrong
+    type (``"n_features": "five"``), with one line naming the field."""
+    if not isinstance(meta, dict):
+        raise DataError(f"{where}: must be a JSON object, not {one_line(json.dumps(meta), 40)}")
+    for name, (kind, valid) in _META_FIELDS.items():
+        if name in meta and not valid(meta[name]):
+            raise DataError(f"{where}: {name} must be {kind}, not {one_line(json.dumps(meta[name]), 40)}")
+
+
 class _ArrayDirectory(ChunkSource):
     """A directory of memory-mapped ``.npy`` arrays, read ``part_rows`` rows at a time."""
 
@@ -296,6 +318,7 @@ class _ArrayDirectory(ChunkSource):
                 self.meta = json.loads(meta_path.read_text())
             except (OSError, ValueError) as exc:
                 raise DataError(f"{self.source}: {META}: {one_line(exc, 80)}") from None
+            _check_meta(self.meta, f"{self.source}: {META}")
         self.y = _load_npy(path / "y.npy", self.source)
         if self.y.ndim != 1:
             raise DataError(f"{self.source}: y.npy must be 1-D, not of shape {self.y.shape}")
@@ -357,12 +380,42 @@ class _CsrDirectory(_ArrayDirectory):
         start, stop = self._rows(index)
         pointers = _rows_of(self.indptr, start, stop + 1, np.int64)
         first, last = int(pointers[0]), int(pointers[-1])
+        steps = np.diff(pointers)
+        if (start == 0 and first != 0) or first < 0 or last > self.data.shape[0] or int(steps.min()) < 0:
+            row = start + int(np.argmax(steps < 0)) if int(steps.min()) < 0 else start
+            raise DataError(f"{self.source}: indptr.npy: row {row} (from 0) does not lie within the data "
+                            f"(indptr must start at 0, never decrease and end at {self.data.shape[0]})")
         indices = _rows_of(self.indices, first, last)
-        if indices.size and (int(indices.min()) < 0 or (self.width is not None and int(indices.max()) >= self.width)):
-            raise DataError(f"{self.source}: rows {start}-{stop - 1}: a column index outside 0..{self.width}")
+        self._check_columns(indices, pointers, start)
         width = self.width if self.width is not None else (int(indices.max()) + 1 if indices.size else 0)
         X = sp.csr_matrix((_rows_of(self.data, first, last), indices, pointers - first), shape=(stop - start, width))
+        if not X.has_canonical_format:  # unsorted or repeated columns; scipy would sum the repeats
+            _refuse_repeated_columns(X, self.source, start)
         yield replace(_checked_features(X, _rows_of(self.y, start, stop), self.source, start), unit=index)
+
+    def _check_columns(self, indices: np.ndarray, pointers: np.ndarray, start: int) -> None:
+        """Every column index within 0..width−1 (≥ 0 when the width is not recorded)."""
+        if not indices.size:
+            return
+        bad = indices < 0 if self.width is None else (indices < 0) | (indices >= self.width)
+        if bad.any():
+            k = int(np.argmax(bad))
+            row = start + int(np.searchsorted(pointers - pointers[0], k, side="right")) - 1
+            bound = "must be ≥ 0" if self.width is None else f"is outside 0..{self.width - 1} ({META}: " \
+                f"{self.width} features)"
+            raise DataError(f"{self.source}: row {row} (from 0): column index {int(indices[k])} {bound}")
+
+
+def _refuse_repeated_columns(X: sp.csr_matrix, source: str, first_row: int) -> None:
+    """Raise the error naming the first row that holds a column twice (the same in a LIBSVM file
+    is refused too); rows whose distinct columns are merely unsorted pass."""
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    order = np.lexsort((X.indices, rows))
+    repeated = (rows[order][1:] == rows[order][:-1]) & (X.indices[order][1:] == X.indices[order][:-1])
+    if repeated.any():
+        k = order[int(np.argmax(repeated))]
+        raise DataError(f"{source}: row {first_row + int(rows[k])} (from 0): column {int(X.indices[k])} appears "
+                        f"twice (a row's column indices must be distinct)")
 
 
 class _ParquetSource(ChunkSource):
@@ -742,6 +795,20 @@ def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
     source.settle(found)
     found.zero_based = source.zero_based
     return found
+
+
+def read_whole(source: ChunkSource) -> Dataset:
+    """All the rows of ``source`` (a directory of arrays or a Parquet file) in memory, as
+    :func:`calopt.io.files.read_data` gives a file (float64 features, CSR when sparse): read
+    without streaming (``calopt train --no-stream``). The first pass (:func:`survey`)
+    checks the parts and settles the width and index base, as it does for a stream, so the
+    data and the way later files are read are the stream's."""
+    found = survey(source)
+    blocks = [widen(part.X, found.n_features) for part in source.parts()]
+    X = _stack(blocks)
+    X = X.astype(np.float64) if sp.issparse(X) else np.array(X, dtype=np.float64)  # a copy, not the mapping
+    return Dataset(X, found.labels, found.source, format=found.format, zero_based=found.zero_based,
+                   open_width=found.open_width)
 
 
 # ----------------------------------------------------------------------------- the reader

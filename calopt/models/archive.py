@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from calopt.errors import ModelFileError, one_line
+from calopt.errors import DataError, ModelFileError, one_line
 from calopt.io.files import npz_arrays
 
 __all__ = ["FORMAT_NAMES", "atomic_write", "load_archive", "read_format", "read_npz", "save_archive",
@@ -58,8 +58,17 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *, mode:
       link stays a link;
     - anything else that exists (``/dev/null``, ``/dev/stdout``, a FIFO, a terminal, or a
       link to one) is written in place, in one piece, never replaced.
+
+    A write the system refuses (a full disk, ``/dev/full``, a quota) is a one-line
+    :class:`~calopt.errors.DataError` naming the path; a regular file is then left as it was.
     """
-    path = Path(path)
+    try:
+        _write_atomically(Path(path), write, mode)
+    except OSError as exc:
+        raise DataError(f"{path}: cannot write ({one_line(exc.strerror or exc, 80)})") from None
+
+
+def _write_atomically(path: Path, write: Callable[[Any], None], mode: str) -> None:
     try:
         found = os.stat(path)  # follows links: what the path points at
     except FileNotFoundError:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ import numpy as np
 
 from calopt import registry
 from calopt.backends import Backend, is_sparse, to_numpy
-from calopt.errors import ModelFileError, ParameterError, TrainingInterrupted
+from calopt.errors import ModelFileError, ParameterError, TrainingInterrupted, one_line
 from calopt.models.archive import load_archive, save_archive
 from calopt.training.loop import INTERRUPTED, LoopResult, Trainer, run
 from calopt.version import __version__
@@ -90,6 +91,10 @@ def _decode(tree: Any, template: Any, arrays: dict[str, np.ndarray], backend: Ba
         dtype = getattr(xp, host.dtype.name, None) if host.dtype.kind in "biuf" else None
         if dtype is None:
             raise ModelFileError(f"{where}: state array {tree['array']!r} has dtype {host.dtype}")
+        expected = getattr(template, "shape", None)
+        if expected is not None and tuple(expected) != host.shape:
+            raise ModelFileError(f"{where}: state array {tree['array']!r} has shape {_dims(host.shape)}, this run's "
+                                 f"has {_dims(expected)}; resume with the data and options of the interrupted run")
         return backend.asarray(host, dtype=dtype)
     if "fields" in tree:
         fields, values = tree["fields"], tree.get("values")
@@ -113,6 +118,31 @@ def _decode(tree: Any, template: Any, arrays: dict[str, np.ndarray], backend: Ba
                 "float": float.fromhex}[kind](value)
     except (KeyError, TypeError, ValueError):
         raise ModelFileError(f"{where}: malformed state entry {tree!r:.60}") from None
+
+
+def _dims(shape: Any) -> str:
+    """A shape for a message: ``300×6``, ``()`` for a scalar."""
+    return "×".join(map(str, shape)) or "()"
+
+
+def _check_generator_state(state: Any, where: str) -> None:
+    """Refuse a shuffling generator state NumPy's PCG64 (what the loop draws with) does not take;
+    a cluster run's is ``{"workers": [[state, steps], ...]}``."""
+    states = [state]
+    if isinstance(state, dict) and "workers" in state:
+        entries = state["workers"]
+        if not isinstance(entries, list) or not all(isinstance(e, list) and len(e) == 2 and isinstance(e[1], int)
+                                                    and not isinstance(e[1], bool) and e[1] >= 0 for e in entries):
+            raise ModelFileError(f"{where}: rng_state.workers must be a list of [state, steps] pairs")
+        states = [entry[0] for entry in entries]
+    for one in states:
+        if one is None:
+            continue
+        try:
+            np.random.PCG64().state = one
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
+            raise ModelFileError(f"{where}: rng_state is not a state of NumPy's PCG64 generator "
+                                 f"({one_line(exc, 60)})") from None
 
 
 def _checksum(arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> str:
@@ -197,10 +227,58 @@ class Checkpoint:
     # -- resuming -------------------------------------------------------------------
     def make_algorithm(self, like: Any = None) -> Any:
         """The algorithm with the parameters (the step chosen included) of the interrupted run:
-        ``like`` (the run's own algorithm object) with them, else the registered one by name."""
-        if like is not None and like.name == self.algorithm:
+        ``like`` (the run's own algorithm object, :meth:`check_algorithm`-ed) with them, else the
+        registered one by name."""
+        if like is not None:
+            self.check_algorithm(like)
             return dataclasses.replace(like, **self.algorithm_params)
         return registry.get("algorithm", self.algorithm, **self.algorithm_params)
+
+    def check_algorithm(self, algorithm: Any) -> None:
+        """Refuse a checkpoint of another algorithm, or with other parameters than the run's
+        (one-line ParameterError naming the field); a parameter the run leaves unset (None,
+        chosen from the data) may hold the value the interrupted run chose."""
+        if self.algorithm != algorithm.name:
+            raise ParameterError(f"{self.source}: written by algorithm {one_line(repr(self.algorithm), 40)}, "
+                                 f"this run trains {algorithm.name!r}; resume with the options of the interrupted run")
+        params = dict(algorithm.params)
+        for key in sorted(set(params) | set(self.algorithm_params)):
+            if key not in params or key not in self.algorithm_params:
+                where = "this run's" if key in params else "the checkpoint's"
+                raise ParameterError(f"{self.source}: parameter {one_line(key, 40)} of {algorithm.name} is "
+                                     f"missing from {where} algorithm; resume with the options of the interrupted run")
+            saved, now = self.algorithm_params[key], json.loads(json.dumps(params[key]))
+            if now is not None and saved != now:
+                raise ParameterError(f"{self.source}: written with {algorithm.name} {key}={one_line(saved, 40)}, "
+                                     f"this run has {key}={now}; resume with the options of the interrupted run")
+
+    def check_position(self, algorithm: Any, *, epochs: int, batches: int | None = None,
+                       generator: bool = True) -> None:
+        """Refuse a position the run cannot continue from (one line naming the field): another
+        algorithm, epochs outside 0..``epochs`` (the run's limit), a history of another length,
+        a time that is not a finite number ≥ 0, a batch outside 0..``batches`` (one epoch's), a
+        batch after the last epoch, a generator state NumPy does not take (or none, when the
+        run shuffles with one: ``generator``)."""
+        self.check_algorithm(algorithm)
+        if not all(isinstance(value, int) and not isinstance(value, bool) for value in (self.epochs, self.batch)):
+            raise ModelFileError(f"{self.source}: epochs and batch must be whole numbers, not "
+                                 f"{one_line(repr(self.epochs), 20)} and {one_line(repr(self.batch), 20)}")
+        if not 0 <= self.epochs <= epochs:
+            raise ModelFileError(f"{self.source}: epochs {self.epochs} is outside 0..{epochs} (this run's epochs)")
+        if self.batch < 0 or (batches is not None and self.batch > batches):
+            bound = "negative" if batches is None else f"outside 0..{batches} (the batches of one epoch)"
+            raise ModelFileError(f"{self.source}: batch {self.batch} is {bound}")
+        if self.batch and self.epochs == epochs:
+            raise ModelFileError(f"{self.source}: batch {self.batch} of epoch {epochs + 1}, after the last epoch "
+                                 f"({epochs})")
+        if not isinstance(self.history, list) or len(self.history) != self.epochs or \
+                not all(isinstance(row, dict) for row in self.history):
+            raise ModelFileError(f"{self.source}: history must be a list of one object per epoch done ({self.epochs})")
+        if not (isinstance(self.seconds, float) and math.isfinite(self.seconds) and self.seconds >= 0):
+            raise ModelFileError(f"{self.source}: seconds must be a finite number ≥ 0, not {self.seconds!r}")
+        if generator and self.rng_state is None:
+            raise ModelFileError(f"{self.source}: rng_state is missing (the shuffling generator's state)")
+        _check_generator_state(self.rng_state, self.source)
 
     def check(self, options: dict[str, Any], fingerprint: dict[str, Any]) -> None:
         """Refuse to resume with other data or options (one-line ParameterError naming them).
@@ -280,8 +358,8 @@ class Checkpoint:
                 algorithm=str(metadata["algorithm"]["name"]),
                 algorithm_params=dict(metadata["algorithm"]["params"]),
                 state=metadata["state"],
-                epochs=int(metadata["epochs"]),
-                batch=int(metadata["batch"]),
+                epochs=metadata["epochs"],  # checked as whole numbers by check_position, never rounded
+                batch=metadata["batch"],
                 rng_state=metadata["rng_state"],
                 history=list(metadata["history"]),
                 seconds=float(metadata["seconds"]),
@@ -330,7 +408,8 @@ def run_resumable(
     """:func:`calopt.training.loop.run` with checkpoints; the loop's result unless interrupted.
 
     ``resume`` (a checkpoint already :meth:`~Checkpoint.check`-ed against ``options``
-    and ``fingerprint()``) continues where it stopped. ``checkpoint`` (a path, or a
+    and ``fingerprint()``) continues where it stopped, once :meth:`~Checkpoint.check_position`
+    finds that position within this run (its algorithm, epochs, batch and generator state). ``checkpoint`` (a path, or a
     callable that writes a :class:`Checkpoint`) receives one every ``checkpoint_every``
     epochs and one when ``interrupt()`` turns true, which then raises
     :class:`~calopt.errors.TrainingInterrupted` holding it.
@@ -344,6 +423,10 @@ def run_resumable(
         return Checkpoint.capture(position, algorithm, options=options, fingerprint=fingerprint(),
                                   selection=selection)
 
+    if resume is not None:
+        n = getattr(reader, "n_samples", None)
+        resume.check_position(algorithm, epochs=epochs, batches=-(-n // problem.batch_size)
+                              if isinstance(n, int) and n > 0 and problem.batch_size else None)
     result = run(algorithm, problem, reader, epochs=epochs, seed=seed, record=record, callback=callback,
                  interrupt=interrupt,
                  resume=None if resume is None else resume.position(Trainer(algorithm).init(problem), backend),

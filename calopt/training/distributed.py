@@ -533,6 +533,8 @@ def _rounds(shards: _Shards, algorithm: Algorithm, problem: Problem, backend: An
     template = trainer.init(_on_worker(problem, backend.dtype_name))
     state = template
     if resume is not None:
+        # a round is an epoch of one "batch"; the workers' generators are saved in local mode only
+        resume.check_position(algorithm, epochs=rounds, batches=0, generator=mode == LOCAL)
         at = resume.position(template, backend)
         state, start, history, seconds = at.state, at.epochs, list(at.history), at.seconds
         saved = (at.rng_state or {}).get("workers") if mode == LOCAL else None
