@@ -59,6 +59,7 @@ from calopt.training.selection import (
     folds_of,
     given_parameters,
     grid_of,
+    load_fold_splitter,
     parse_rule,
     resolve_rule,
     stratified_split,
@@ -572,6 +573,7 @@ def fit(
     weight = sample_weights(sample_weight, y_pm.size)
     eval_labels = None if eval_set is None else encode_like(to_numpy(eval_set[1]), classes,
                                                             source="evaluation labels")
+    load_fold_splitter()  # a one-off import, not training time
     started = time.perf_counter()
     data = prepare(X, y_pm, resolved, scale, weight)
     evaluation = None if eval_set is None else prepare(eval_set[0], eval_labels, resolved, data.scale)
@@ -783,6 +785,7 @@ def fit_multiclass(
                              f"cross-fitted; use select='auto' (its own stopping rule) or 'none'")
     classes = tuple(json_label(c) for c in classes)
     C = len(classes)
+    load_fold_splitter()  # a one-off import, not training time
     started = time.perf_counter()
     resolved = resolve_backend(X, backend, dtype, device)
     eval_codes = None if eval_set is None else encode_among(to_numpy(eval_set[1]), classes,
