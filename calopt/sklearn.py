@@ -111,7 +111,8 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
 
     ``fit`` is :func:`calopt.fit`: two classes train a binary model (decision
     ``X @ coef_.T + intercept_ > 0`` for ``classes_[1]``, the threshold tuned for the
-    measure folded into ``intercept_``), more train one-vs-rest (the argmax).
+    measure folded into ``intercept_``), more a multiclass one (the argmax of the class
+    scores: multinomial by default, else one class against the rest at a time).
     ``partial_fit`` trains on the caller's mini-batches (one update per call unless
     ``batch_size`` splits them), keeping the solver's state between calls.
 
@@ -121,8 +122,11 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         The measure to maximise, as a spec (``"gmean"``, ``"fbeta:beta=2"``); see
         ``calopt.list_measures()``. ``score`` reports it.
     algorithm : str or calopt.Algorithm, default=None
-        The solver (``"spade"``, ``"stamp:step=10"``, ``"gd"``...); None: the measure's
-        own (concave: SPADE, pseudo-linear: STAMP; one-vs-rest: SLND).
+        The solver (``"lbfgs"``, ``"spade"``, ``"stamp:step=10"``, ``"gd"``...). None:
+        ``"lbfgs"`` for two classes (the plug-in route: logistic regression, then the
+        threshold best for the measure), ``"multinomial"`` for more. ``partial_fit``
+        without it uses the measure's own stochastic solver (concave: ``"spade"``,
+        pseudo-linear: ``"stamp"``).
     loss : str or calopt.Loss, default=None
         The margin loss or reward; None: the algorithm's default.
     epochs : int, default=None
