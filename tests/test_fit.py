@@ -206,23 +206,25 @@ def test_corrupt_newer_and_foreign_model_files_are_rejected(tmp_path):
 
 
 class _Payload:
+    """Unpickled, it creates the file ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
     def __reduce__(self):
-        return (open, ("/tmp/calopt-pickle-executed", "w"))
+        return (open, (str(self.marker), "w"))
 
 
 def test_a_pickle_renamed_as_a_model_is_rejected_without_running(tmp_path):
-    import pathlib
-
-    marker = pathlib.Path("/tmp/calopt-pickle-executed")
-    marker.unlink(missing_ok=True)
+    marker = tmp_path / "pickle-executed"
     crafted = tmp_path / "evil.npz"
-    crafted.write_bytes(pickle.dumps(_Payload()))
+    crafted.write_bytes(pickle.dumps(_Payload(marker)))
     with pytest.raises(calopt.ModelFileError):
         LinearModel.load(crafted)
     assert not marker.exists()
     # an .npz holding a pickled object array is refused as well
     sneaky = tmp_path / "sneaky.npz"
-    np.savez(sneaky, metadata=np.array([_Payload()], dtype=object), coef=np.zeros(2))
+    np.savez(sneaky, metadata=np.array([_Payload(marker)], dtype=object), coef=np.zeros(2))
     with pytest.raises(calopt.ModelFileError):
         LinearModel.load(sneaky)
     assert not marker.exists()
