@@ -27,12 +27,16 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import make_scorer as sklearn_make_scorer
 from sklearn.utils import check_random_state
+from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from calopt import registry
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, device, get_backend, is_sparse, namespace, to_numpy
+from calopt.components import parse_spec
+from calopt.errors import CaloptError
 from calopt.constraints import unmet_message
 from calopt.io.labels import json_label, show_label
 from calopt.io.stream import is_chunked
@@ -46,6 +50,11 @@ from calopt.training.stream import partial_fit_chunks
 __all__ = ["CaloptClassifier", "make_scorer", "measure_score"]
 
 _NUMPY = get_backend("numpy").xp
+#: The algorithms whose model is a logistic one (its scores before the threshold are log-odds):
+#: ``predict_proba`` is theirs, with the logistic loss.
+LOGISTIC_ALGORITHMS = frozenset({"lbfgs", "multinomial", "plugin"})
+#: The estimator's parameters that are not :func:`calopt.fit`'s own (they become its arguments).
+_OWN_PARAMETERS = ("random_state", "pos_label", "class_weight", "C")
 
 
 # -- scorers ---------------------------------------------------------------------------------
@@ -111,9 +120,27 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
 
     ``fit`` is :func:`calopt.fit`: two classes train a binary model (decision
     ``X @ coef_.T + intercept_ > 0`` for ``classes_[1]``, the threshold tuned for the
-    measure folded into ``intercept_``), more train one-vs-rest (the argmax).
+    measure folded into ``intercept_``), more a multiclass one (the argmax of the class
+    scores: multinomial by default, else one class against the rest at a time).
     ``partial_fit`` trains on the caller's mini-batches (one update per call unless
     ``batch_size`` splits them), keeping the solver's state between calls.
+    ``predict_proba`` gives the logistic model's probabilities where there is one (lbfgs,
+    multinomial, plugin); ``predict`` thresholds for the measure, not at 0.5.
+
+    scikit-learn's estimator checks pass, every one, with
+    ``check_estimator(CaloptClassifier(algorithm="gd", select="none"))``. The default
+    configuration passes them all but four, declared with their reasons in
+    ``tests/test_sklearn.py``: the two sample-weight equivalence checks (settings chosen on
+    folds drawn over rows), ``check_classifiers_train``'s demand that ``predict_proba``'s
+    argmax be ``predict`` (the threshold is tuned for the measure; scikit-learn declares
+    the same for its ``TunedThresholdClassifierCV``), and ``check_class_weight_classifiers``
+    (its weights 1000 and 1e-4 make every threshold's weighted F1 about 0)::
+
+        check_estimator(CaloptClassifier(), expected_failed_checks={
+            "check_sample_weight_equivalence_on_dense_data": "folds",
+            "check_sample_weight_equivalence_on_sparse_data": "folds",
+            "check_classifiers_train": "threshold tuned for the measure",
+            "check_class_weight_classifiers": "threshold tuned for the measure"})
 
     Parameters
     ----------
@@ -121,8 +148,11 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         The measure to maximise, as a spec (``"gmean"``, ``"fbeta:beta=2"``); see
         ``calopt.list_measures()``. ``score`` reports it.
     algorithm : str or calopt.Algorithm, default=None
-        The solver (``"spade"``, ``"stamp:step=10"``, ``"gd"``...); None: the measure's
-        own (concave: SPADE, pseudo-linear: STAMP; one-vs-rest: SLND).
+        The solver (``"lbfgs"``, ``"spade"``, ``"stamp:step=10"``, ``"gd"``...). None:
+        ``"lbfgs"`` for two classes (the plug-in route: logistic regression, then the
+        threshold best for the measure), ``"multinomial"`` for more. ``partial_fit``
+        without it uses the measure's own stochastic solver (concave: ``"spade"``,
+        pseudo-linear: ``"stamp"``).
     loss : str or calopt.Loss, default=None
         The margin loss or reward; None: the algorithm's default.
     epochs : int, default=None
@@ -153,15 +183,32 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         maximises ``measure`` subject to them (see :func:`calopt.fit`); each one's
         training and held-out value is in ``model_.options["constraints"]`` and one not
         met on the training data is a ``UserWarning``. ``partial_fit`` does not take them.
+    pos_label : label, default=None
+        The positive class of two (the one the measure is about): :func:`calopt.fit`'s
+        ``positive``. None: calopt's default (1 for {0, 1} and {-1, 1}, True for booleans,
+        the smaller class for other labels), or ``classes_[1]`` when both classes have
+        as many rows. ``decision_function > 0`` means ``classes_[1]`` whichever it is (the
+        model's scores are negated when the positive class is ``classes_[0]``); ``score``
+        is the measure of the positive class. ``partial_fit``: the model's positive class
+        after ``fit``, else ``pos_label``, else ``classes_[1]``.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, as in scikit-learn: ``compute_sample_weight(class_weight,
+        y)`` multiplies ``sample_weight`` (``"balanced"``: n_samples / (n_classes * count)).
+        ``partial_fit`` takes a dict only.
+    C : float, default=None
+        The inverse regularisation strength of lbfgs and multinomial (their logistic
+        regression's ``C``), searchable by ``GridSearchCV``: a number fixes it (it is added
+        to the algorithm's spec; another algorithm is an error), None chooses it with the
+        other settings on held-out rows.
 
-    Every constructor parameter except ``random_state`` is passed to :func:`calopt.fit`
-    by its name, so a new option of ``calopt.fit`` becomes an estimator parameter by
-    adding it to ``__init__`` (and to the docstring), nothing else.
+    Every other constructor parameter is passed to :func:`calopt.fit` by its name, so a
+    new option of ``calopt.fit`` becomes an estimator parameter by adding it to
+    ``__init__`` (and to the docstring), nothing else.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        The class labels, sorted.
+        The class labels, sorted (the positive class of two is ``model_.classes[1]``).
     coef_ : array of shape (1, n_features) or (n_classes, n_features)
         Weights in the original feature space (the scaling used in training is folded
         in), in X's array namespace, device and floating dtype.
@@ -180,7 +227,7 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, measure: Any = "f1", *, algorithm: Any = None, loss: Any = None, epochs: int | None = None,
                  select: str = "auto", patience: int = PATIENCE, max_epochs: int = MAX_EPOCHS,
                  batch_size: int | None = None, backend: str | None = None, random_state: Any = None,
-                 constraints: Any = None):
+                 constraints: Any = None, pos_label: Any = None, class_weight: Any = None, C: float | None = None):
         self.measure = measure
         self.algorithm = algorithm
         self.loss = loss
@@ -192,6 +239,9 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         self.backend = backend
         self.random_state = random_state
         self.constraints = constraints
+        self.pos_label = pos_label
+        self.class_weight = class_weight
+        self.C = C
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -212,7 +262,7 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         self.classes_, codes = np.unique(y, return_inverse=True)
         codes = codes.reshape(-1)
         _require_two_classes(self.classes_)
-        weight = None if sample_weight is None else _sample_weight(sample_weight, codes.size)
+        weight = self._weights(y, sample_weight, codes.size)
         if weight is not None and not np.all(weight > 0):  # a row of weight 0 is a row left out
             rows = np.flatnonzero(weight > 0)
             X, codes, weight = _take_rows(X, rows), codes[rows], weight[rows]
@@ -220,14 +270,27 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
             if missing.size:
                 raise ValueError(f"class {show_label(self.classes_[missing[0]])} has no row with a positive "
                                  f"sample_weight; every class needs one")
-        options = {name: value for name, value in self.get_params(deep=False).items() if name != "random_state"}
-        model = fit(X, codes, **options, seed=_seed(self.random_state), sample_weight=weight)
+        binary = self.classes_.size == 2
+        if self.pos_label is not None and not binary:
+            raise ValueError(f"pos_label={self.pos_label!r} is for two classes; y has {self.classes_.size}")
+        options = {name: value for name, value in self.get_params(deep=False).items() if name not in _OWN_PARAMETERS}
+        options["algorithm"] = self._algorithm(self.classes_.size)
+        if binary:  # the labels themselves: calopt.fit chooses the positive class (pos_label, else its default)
+            counts = np.bincount(codes, minlength=2)
+            tie = self.pos_label is None and counts[0] == counts[1]  # scikit-learn's convention: classes_[1]
+            positive = self.classes_[1] if tie else self.pos_label
+            model = fit(X, _plain(self.classes_)[codes], **options, positive=positive, seed=_seed(self.random_state),
+                        sample_weight=weight)
+        else:
+            model = fit(X, codes, **options, seed=_seed(self.random_state), sample_weight=weight)
         for entry in model.options.get("constraints", []):
             if not entry["satisfied"]:
                 warnings.warn(unmet_message(entry), UserWarning, stacklevel=2)
         if weight is not None and model.options.get("one_vs_rest") == "per class":
             model = _weighted_spread(model, X, weight)
-        self._set_model(dataclasses.replace(model, classes=tuple(json_label(c) for c in self.classes_)), X)
+        if not binary:
+            model = dataclasses.replace(model, classes=tuple(json_label(c) for c in self.classes_))
+        self._set_model(model, X)
         self.n_iter_ = int(model.options["epochs"])
         self.__dict__.pop("_stream", None)
         return self
@@ -282,13 +345,20 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
             known = ", ".join(show_label(c) for c in self.classes_)
             raise ValueError(f"label {show_label(y[np.flatnonzero(unknown)[0]])} is not one of the classes "
                              f"({known}) given on the first call to partial_fit")
-        weight = None if sample_weight is None else _sample_weight(sample_weight, codes.size)
+        if isinstance(self.class_weight, str):
+            raise ValueError(f"class_weight={self.class_weight!r} needs every row's class at once; partial_fit "
+                             f"takes a dict of weights, or compute them first (sklearn.utils.class_weight)")
+        weight = self._weights(y, sample_weight, codes.size)
         if weight is not None and not np.all(weight > 0):
             rows = np.flatnonzero(weight > 0)
             X, codes, weight = _take_rows(X, rows), codes[rows], weight[rows]
         if stream is None:  # the first call, or the first after fit: from fit's coefficients
-            initial = None if first else (to_numpy(self.coef_), to_numpy(self.intercept_))
-            stream = _Stream.start(self, X, codes, weight, initial)
+            positive = self._stream_positive()
+            initial = None
+            if not first:  # coef_ and intercept_ score classes_[1]; the solver scores the positive class
+                sign = -1.0 if positive == 0 else 1.0
+                initial = (sign * to_numpy(self.coef_), sign * to_numpy(self.intercept_))
+            stream = _Stream.start(self, X, codes, weight, initial, positive)
         stream.update(X, codes, weight)
         self._stream = stream
         self._set_model(stream.model(self.classes_), X)
@@ -296,12 +366,65 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _set_model(self, model: Model, X: Any) -> None:
-        """Keep ``model`` and its weights as ``coef_`` and ``intercept_`` in X's namespace and dtype."""
+        """Keep ``model`` and its weights as ``coef_`` and ``intercept_`` in X's namespace and dtype.
+
+        A binary model whose positive class is ``classes_[0]`` has its scores negated, so that
+        ``decision_function > 0`` means ``classes_[1]`` (scikit-learn's convention).
+        """
         self.model_ = model
-        coef = np.asarray(model.coef, dtype=np.float64).reshape(model.coef.shape[0], -1).T
-        intercept = np.asarray(model.intercept, dtype=np.float64).reshape(-1)
+        sign = -1.0 if self._positive_index() == 0 else 1.0
+        coef = sign * np.asarray(model.coef, dtype=np.float64).reshape(model.coef.shape[0], -1).T
+        intercept = sign * np.asarray(model.intercept, dtype=np.float64).reshape(-1)
         like = _backend_like(X)
         self.coef_, self.intercept_ = like.asarray(coef), like.asarray(intercept)
+
+    def _stream_positive(self) -> int:
+        """The positive class of partial_fit (binary): the model's (fit's) when there is one, else
+        ``pos_label``, else ``classes_[1]`` (a stream cannot count the classes in advance)."""
+        if self.classes_.size != 2:
+            return 1
+        if hasattr(self, "model_"):
+            return self._positive_index()
+        if self.pos_label is None:
+            return 1
+        matches = np.flatnonzero(np.asarray(self.classes_ == self.pos_label, dtype=bool))
+        if matches.size == 0:
+            raise ValueError(f"pos_label={self.pos_label!r} is not one of the classes "
+                             f"({', '.join(show_label(c) for c in self.classes_)})")
+        return int(matches[0])
+
+    def _positive_index(self) -> int | None:
+        """The index in ``classes_`` of the fitted binary model's positive class (None: more classes)."""
+        if not isinstance(self.model_, LinearModel):
+            return None
+        return int(np.flatnonzero(np.asarray(self.classes_ == self.model_.classes[1], dtype=bool))[0])
+
+    def _weights(self, y: np.ndarray, sample_weight: Any, n: int) -> np.ndarray | None:
+        """``sample_weight`` times the weights of ``class_weight`` (scikit-learn's ``compute_sample_weight``)."""
+        weight = None if sample_weight is None else _sample_weight(sample_weight, n)
+        if self.class_weight is None:
+            return weight
+        by_class = compute_sample_weight(self.class_weight, y)
+        return _sample_weight(by_class if weight is None else weight * by_class, n)
+
+    def _algorithm(self, n_classes: int) -> Any:
+        """The ``algorithm`` given to :func:`calopt.fit`: as given, with ``C`` in its spec when set."""
+        if self.C is None:
+            return self.algorithm
+        if isinstance(self.C, bool) or not isinstance(self.C, numbers.Real) or not (0 < self.C < np.inf):
+            raise ValueError(f"C must be a positive number or None (chosen on held-out rows), got {self.C!r}")
+        task = "binary" if n_classes == 2 else "multiclass"
+        spec = self.algorithm or registry.default_algorithm(registry.get_measure(self.measure), task)
+        if isinstance(spec, str) and spec.strip().lower() == "auto":
+            raise ValueError(f"C={self.C!r} with algorithm='auto': name the algorithm C is for ('lbfgs')")
+        if not isinstance(spec, str):
+            spec = spec.spec
+        name, params = parse_spec(spec)
+        if "C" not in registry.get_algorithm(name).params:
+            raise ValueError(f"C={self.C!r}: algorithm {name!r} has no parameter C (lbfgs and multinomial have)")
+        if "C" in params:
+            raise ValueError(f"C={self.C!r} and algorithm={spec!r} both set C; give it once")
+        return f"{spec}{',' if params else ':'}C={float(self.C)!r}"
 
     # -- prediction ----------------------------------------------------------------------
     def decision_function(self, X: Any) -> Any:
@@ -325,11 +448,37 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
             return xp.take(xp.asarray(self.classes_, device=device(scores)), index, axis=0)
         return self.classes_[to_numpy(index)]
 
+    @available_if(lambda estimator: _has_logistic_model(estimator))
+    def predict_proba(self, X: Any) -> Any:
+        """Class probabilities (columns in ``classes_`` order) from the logistic model's scores before
+        the threshold: the sigmoid of the binary log-odds, the softmax of the multinomial scores.
+
+        Available where the model is a logistic one: algorithm lbfgs, multinomial or plugin with
+        the logistic loss (the defaults; one class against the rest at a time is not). The
+        threshold ``predict`` uses is tuned for the measure, not at 0.5, so
+        ``predict_proba(X).argmax(1)`` need not be ``predict``'s class: the probabilities are
+        the logistic model's, the decision is the measure's.
+        """
+        check_is_fitted(self)
+        self._check_namespace(X, "predict_proba")
+        scores = self._scores(X)
+        xp = namespace(scores)
+        if scores.ndim == 2:  # multinomial: softmax
+            exp = xp.exp(scores - xp.max(scores, axis=1, keepdims=True))
+            return exp / xp.sum(exp, axis=1, keepdims=True)
+        sign = -1.0 if self._positive_index() == 0 else 1.0
+        log_odds = scores + sign * float(self.model_.threshold)  # of classes_[1]
+        small = xp.exp(-xp.abs(log_odds))  # never overflows
+        proba = xp.where(log_odds >= 0, 1.0 / (1.0 + small), small / (1.0 + small))
+        return xp.stack([1.0 - proba, proba], axis=1)
+
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """The measure the model was trained for on (X, y); one-vs-rest, its mean over the classes."""
+        check_is_fitted(self)
         binary = self.classes_.size == 2
         return measure_score(y, self.predict(X), measure=self.model_.measure, sample_weight=sample_weight,
-                             pos_label=self.classes_[-1], average="binary" if binary else "macro",
+                             pos_label=self.classes_[self._positive_index()] if binary else None,
+                             average="binary" if binary else "macro",
                              labels=None if binary else self.classes_)
 
     def _scores(self, X: Any) -> Any:
@@ -366,6 +515,7 @@ class _Stream:
     total: float = 0.0  #: summed weight of the rows so far
     calls: int = 0
     rows: int = 0
+    positive: int = 1  #: the code of the positive class (two classes)
 
     @property
     def backend(self) -> Backend:
@@ -373,9 +523,10 @@ class _Stream:
 
     @classmethod
     def start(cls, estimator: CaloptClassifier, X: Any, codes: np.ndarray, weight: np.ndarray | None,
-              initial: tuple[np.ndarray, np.ndarray] | None = None) -> _Stream:
+              initial: tuple[np.ndarray, np.ndarray] | None = None, positive: int = 1) -> _Stream:
         """Resolve the components, check them, choose unset settings on the first call's rows, and
-        start each solver from ``initial`` (coef (K, d), intercept (K,)) when given, else from 0."""
+        start each solver from ``initial`` (coef (K, d), intercept (K,)) when given, else from 0;
+        two classes train class ``positive`` (a code) against the other."""
         backend = resolve_backend(X, estimator.backend, None, None)
         measure = registry.get_measure(estimator.measure)
         algorithm = registry.get_algorithm(estimator.algorithm or registry.default_algorithm(measure, "direct"))
@@ -393,10 +544,10 @@ class _Stream:
         algorithm.check_problem(problem)
         seed = _seed(estimator.random_state)
         counted = np.ones(codes.size) if weight is None else weight
-        data = prepare(X, _one_vs_rest(codes, 0, n_problems), backend, False)  # on the backend once
+        data = prepare(X, _one_vs_rest(codes, 0, n_problems, positive), backend, False)  # on the backend once
         algorithms = []
         for k in range(n_problems):
-            y_pm = _one_vs_rest(codes, k, n_problems)
+            y_pm = _one_vs_rest(codes, k, n_problems, positive)
             trial = problem._replace(positive_rate=_positive_rate(float(counted @ (y_pm > 0)), float(np.sum(counted))))
             algorithms.append(choose_settings(algorithm, trial, data.X, y_pm, np.arange(codes.size), seed, backend,
                                               weight))
@@ -408,7 +559,7 @@ class _Stream:
                 w, b = backend.asarray(initial[0][k]), problem.scalar(float(initial[1][k]))
                 states.append(state._replace(algorithm=algorithm.with_iterate(state.algorithm, (w, b))))
         return cls(algorithms, problem._replace(xp=None), backend.name, backend.dtype_name, backend.device,
-                   estimator.batch_size, seed, states, np.zeros(n_problems))
+                   estimator.batch_size, seed, states, np.zeros(n_problems), positive=positive)
 
     def update(self, X: Any, codes: np.ndarray, weight: np.ndarray | None) -> None:
         """One pass of each problem's solver over these rows (labels as codes into the classes)."""
@@ -418,9 +569,10 @@ class _Stream:
         max_weight = self.problem.max_weight if weight is None else max(self.problem.max_weight, float(np.max(weight)))
         problem = self.problem._replace(xp=backend.xp, n_samples=int(codes.size), max_weight=max_weight,
                                         batch_size=self.batch_size or int(codes.size))
-        data = prepare(X, _one_vs_rest(codes, 0, len(self.algorithms)), backend, False, weight)  # on the backend once
+        data = prepare(X, _one_vs_rest(codes, 0, len(self.algorithms), self.positive), backend, False,
+                       weight)  # on the backend once
         for k, algorithm in enumerate(self.algorithms):
-            y_pm = _one_vs_rest(codes, k, len(self.algorithms))
+            y_pm = _one_vs_rest(codes, k, len(self.algorithms), self.positive)
             self.positives[k] += float(counted @ (y_pm > 0))
             problem_k = problem._replace(positive_rate=_positive_rate(self.positives[k], self.total))
             labelled = data if k == 0 else data.with_labels(y_pm)
@@ -438,7 +590,10 @@ class _Stream:
         weights = [Trainer(a).weights(s) for a, s in zip(self.algorithms, self.states)]
         coef = np.stack([np.asarray(to_numpy(w), dtype=np.float64) for w, _ in weights], axis=1)
         intercept = np.asarray([float(to_numpy(b)) for _, b in weights])
-        common = dict(classes=tuple(json_label(c) for c in classes), measure=self.problem.measure.spec,
+        labels = tuple(json_label(c) for c in classes)
+        if len(self.algorithms) == 1:  # (negative, positive)
+            labels = (labels[1 - self.positive], labels[self.positive])
+        common = dict(classes=labels, measure=self.problem.measure.spec,
                       algorithm=self.algorithms[0].spec, loss=self.problem.loss.spec,
                       scale=np.ones(coef.shape[0]),
                       options={"epochs": self.calls, "batch_size": self.batch_size, "seed": self.seed,
@@ -452,6 +607,29 @@ class _Stream:
 
 
 # -- helpers -----------------------------------------------------------------------------------
+def _has_logistic_model(estimator: CaloptClassifier) -> bool:
+    """Whether the model (before fit: the algorithm and loss asked for) is a logistic one."""
+    try:
+        if hasattr(estimator, "model_"):
+            model = estimator.model_
+            name, loss = parse_spec(model.algorithm)[0], parse_spec(model.loss)[0]
+            together = isinstance(model, LinearModel) or registry.get_algorithm(name).multiclass
+            return together and name in LOGISTIC_ALGORITHMS and loss == "logistic"
+        if estimator.algorithm is None or (isinstance(estimator.algorithm, str)
+                                           and estimator.algorithm.strip().lower() == "auto"):
+            return estimator.loss is None or registry.get_loss(estimator.loss).name == "logistic"
+        algorithm = registry.get_algorithm(estimator.algorithm)
+        loss = registry.get_loss(estimator.loss or registry.default_loss(algorithm))
+        return algorithm.name in LOGISTIC_ALGORITHMS and loss.name == "logistic"
+    except CaloptError:  # an unknown name: fit says so
+        return False
+
+
+def _plain(labels: np.ndarray) -> np.ndarray:
+    """Labels held as Python objects (a pandas column) as a plain array of text or numbers."""
+    return np.asarray(labels.tolist()) if labels.dtype == object else labels
+
+
 def _float_dtypes(X: Any) -> tuple[Any, Any]:
     """The floating dtypes X may keep (float64, float32), in X's namespace under array-API dispatch."""
     if sklearn.get_config()["array_api_dispatch"] and not is_sparse(X):
@@ -521,9 +699,9 @@ def _seed(random_state: Any) -> int:
     return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
 
-def _one_vs_rest(codes: np.ndarray, k: int, n_problems: int) -> np.ndarray:
-    """Labels ±1 of problem k: class 1 against class 0 (binary), class k against the rest."""
-    return np.where(codes == (1 if n_problems == 1 else k), 1.0, -1.0)
+def _one_vs_rest(codes: np.ndarray, k: int, n_problems: int, positive: int = 1) -> np.ndarray:
+    """Labels ±1 of problem k: class ``positive`` against the other (binary), class k against the rest."""
+    return np.where(codes == (positive if n_problems == 1 else k), 1.0, -1.0)
 
 
 def _positive_rate(positives: float, total: float) -> float:

@@ -124,9 +124,11 @@ AlgorithmOpt = Annotated[
         "--algorithm",
         "-a",
         metavar="SPEC",
-        help="Training algorithm as a spec (spade, stamp:step=10, ...), or auto: the measure's own solver "
-        "and the plug-in route (lbfgs) on the same held-out rows, keeping the better. "
-        "See [bold]calopt list-algorithms[/bold].",
+        help="Training algorithm as a spec (lbfgs:C=10, spade, stamp:step=10, ...), or auto: the measure's own "
+        "solver and the plug-in route (lbfgs) on the same held-out rows, keeping the better. Default: lbfgs "
+        "for two classes (the plug-in route: logistic regression, then the threshold best for the measure), "
+        "multinomial for more; with --stream or --dask, the measure's own solver (concave: spade, "
+        "pseudo-linear: stamp). See [bold]calopt list-algorithms[/bold].",
         autocompletion=_completer("algorithm"),
     ),
 ]

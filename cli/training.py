@@ -339,11 +339,13 @@ def train(
 ) -> None:
     """Train a linear classifier that maximises a performance measure.
 
-    Two classes train a binary classifier; more train one-vs-rest (SLND unless
-    --algorithm names another), reported by top-1 and top-5 accuracy and the measure per
-    class. The algorithm follows the measure's family unless given (concave: spade,
-    pseudo-linear: stamp). Without DATA, trains on the embedded a9a and tests on its
-    test split.
+    Two classes train a binary classifier, by default with lbfgs (the plug-in route:
+    logistic regression, then the threshold best for the measure); more train a
+    multiclass model (by default multinomial, all classes at once; another --algorithm
+    trains one class against the rest at a time), reported by top-1 and top-5 accuracy
+    and the measure per class. With --stream or --dask the algorithm is the measure's own
+    solver unless given (concave: spade, pseudo-linear: stamp). Without DATA, trains on
+    the embedded a9a and tests on its test split.
 
     Ctrl-C (or SIGTERM) stops after the current batch, writes a checkpoint and exits
     with code 130; the same command with --resume CHECKPOINT ends with the model an

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import pickle
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -202,23 +206,25 @@ def test_corrupt_newer_and_foreign_model_files_are_rejected(tmp_path):
 
 
 class _Payload:
+    """Unpickled, it creates the file ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
     def __reduce__(self):
-        return (open, ("/tmp/calopt-pickle-executed", "w"))
+        return (open, (str(self.marker), "w"))
 
 
 def test_a_pickle_renamed_as_a_model_is_rejected_without_running(tmp_path):
-    import pathlib
-
-    marker = pathlib.Path("/tmp/calopt-pickle-executed")
-    marker.unlink(missing_ok=True)
+    marker = tmp_path / "pickle-executed"
     crafted = tmp_path / "evil.npz"
-    crafted.write_bytes(pickle.dumps(_Payload()))
+    crafted.write_bytes(pickle.dumps(_Payload(marker)))
     with pytest.raises(calopt.ModelFileError):
         LinearModel.load(crafted)
     assert not marker.exists()
     # an .npz holding a pickled object array is refused as well
     sneaky = tmp_path / "sneaky.npz"
-    np.savez(sneaky, metadata=np.array([_Payload()], dtype=object), coef=np.zeros(2))
+    np.savez(sneaky, metadata=np.array([_Payload(marker)], dtype=object), coef=np.zeros(2))
     with pytest.raises(calopt.ModelFileError):
         LinearModel.load(sneaky)
     assert not marker.exists()
@@ -235,3 +241,52 @@ def test_the_last_history_row_is_the_final_models_values(algorithm):
     if algorithm != "plugin":  # the plug-in's "train" is its training part, without the held-out 20%
         assert model.history[-1]["train"] == pytest.approx(model.score(X, y), abs=1e-12)
     assert model.history[-1]["test"] == pytest.approx(model.score(test.X, test.labels), abs=1e-12)
+
+
+# -- fit_seconds -------------------------------------------------------------------------------
+#: Each fit in a fresh interpreter: the module's clock (its ``time``) notes the modules loaded at
+#: its first reading; the script prints those loaded from then to the end of the fit.
+_CLOCKED_FIT = """
+import sys, time
+import numpy as np
+import calopt
+from calopt.training import aggregate, pipeline, stream
+
+class Clock:
+    first = None
+
+    def perf_counter(self):
+        if self.first is None:
+            self.first = set(sys.modules)
+        return time.perf_counter()
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(300, 4))
+y = (X[:, 0] + rng.normal(size=300) > 0.8).astype(int)
+{setup}
+clock = Clock()
+{module}.time = clock
+model = {fit}
+assert clock.first is not None and model.fit_seconds >= 0
+print(sorted(set(sys.modules) - clock.first))
+"""
+CLOCKED = {
+    "binary": ("", "pipeline", "calopt.fit(X, y, seed=0)"),
+    "multinomial": ("", "pipeline", "calopt.fit(X, rng.integers(0, 3, 300), seed=0)"),
+    "one-vs-rest": ("", "pipeline", "calopt.fit(X, rng.integers(0, 3, 300), algorithm='gd', seed=0)"),
+    "stream": ("", "stream", "calopt.fit([(X[:150], y[:150]), (X[150:], y[150:])], epochs=2, seed=0)"),
+    "aggregate": ("bases = [calopt.fit(X, y, algorithm=name, select='none', epochs=2) for name in ('gd', 'lbfgs')]",
+                  "aggregate", "calopt.aggregate(bases, X, y, select='cv:3')"),
+}
+
+
+@pytest.mark.parametrize("case", list(CLOCKED))
+def test_fit_seconds_count_no_import(case):
+    """No module is first imported while a fit's clock runs (the first fit used to count the one-off
+    import of scikit-learn's fold splitter and SciPy's statistics: 8 s against 0.8 s the second time).
+    A fresh interpreter, so that nothing was imported before."""
+    setup, module, fit = CLOCKED[case]
+    script = textwrap.dedent(_CLOCKED_FIT).format(setup=setup, module=module, fit=fit)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"

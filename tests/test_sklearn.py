@@ -38,9 +38,11 @@ from sklearn.model_selection import (
     TunedThresholdClassifierCV,
     cross_val_score,
 )
-from sklearn.pipeline import Pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import MaxAbsScaler
-from sklearn.utils.estimator_checks import check_array_api_input, parametrize_with_checks
+from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils.estimator_checks import check_array_api_input, check_classifiers_train, parametrize_with_checks
+from sklearn.utils.metaestimators import available_if
 
 import calopt
 from calopt import datasets, registry
@@ -63,6 +65,22 @@ FOLD_EXPECTED_FAILURES = {
            "in several), and weights are rescaled to mean 1, so the l2 term does not shrink with k copies"
     for check in SGD_EXPECTED_FAILURES
 }
+#: Where predict_proba exists (the logistic models) its argmax is not always predict's class, whose threshold is tuned
+#: for the measure: scikit-learn declares the same check for its TunedThresholdClassifierCV. The check's other
+#: assertions run on the same estimator without predict_proba (test_check_classifiers_train_without_predict_proba).
+THRESHOLD_EXPECTED_FAILURES = {
+    "check_classifiers_train": "the threshold is tuned for the measure, not at probability 0.5, so predict_proba's "
+                               "argmax need not be predict (scikit-learn declares the same for TunedThresholdClassifierCV)"
+}
+#: The check weighs class 0 by 1000 and class 1 by 1e-4 and wants 87% of the predictions to be class 0. calopt tunes
+#: the threshold for the measure, not the weighted error: under these weights every threshold's weighted F1 is ~1e-7
+#: (so its best is nearly arbitrary), and G-mean does not change with class weights at all (TPR and TNR each lie
+#: within one class). The exact semantics are tested against compute_sample_weight below.
+CLASS_WEIGHT_EXPECTED_FAILURES = {
+    "check_class_weight_classifiers": "the threshold maximises the measure, not the class-weighted accuracy: with "
+                                      "weights 1000 and 1e-4 the weighted F1 of every threshold is ~0, and G-mean "
+                                      "does not depend on class weights"
+}
 ESTIMATORS = [
     CaloptClassifier(),  # binary: lbfgs, settings cross-fitted; multiclass: multinomial L-BFGS
     CaloptClassifier(algorithm="gd", select="none"),  # deterministic, no folds: passes the sample-weight checks
@@ -81,10 +99,17 @@ def _scipy_array_api(monkeypatch):
 
 def expected_failed_checks(estimator: CaloptClassifier) -> dict[str, str]:
     """None for gd without folds (deterministic, full batch, an ℓ2 term of 1e-6); SGD's for a stochastic
-    solver; the folds' (and the mean-1 weights') reason for the default, lbfgs cross-fitted."""
+    solver; the folds' (and the mean-1 weights') reason for the default, lbfgs cross-fitted; the tuned
+    threshold's where predict_proba exists, and the measure's (class weights) for all but gd."""
     if estimator.algorithm in STOCHASTIC:
-        return SGD_EXPECTED_FAILURES
-    return {} if estimator.select == "none" else FOLD_EXPECTED_FAILURES
+        failures = dict(SGD_EXPECTED_FAILURES)
+    else:
+        failures = {} if estimator.select == "none" else dict(FOLD_EXPECTED_FAILURES)
+    if hasattr(estimator, "predict_proba"):
+        failures.update(THRESHOLD_EXPECTED_FAILURES)
+    if estimator.select != "none":
+        failures.update(CLASS_WEIGHT_EXPECTED_FAILURES)
+    return failures
 
 
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
@@ -100,6 +125,34 @@ def test_expected_failures_are_the_ones_scikit_learn_declares_for_sgd():
     except ImportError:  # pragma: no cover - a private module of scikit-learn's tests
         pytest.skip("this scikit-learn has no PER_ESTIMATOR_XFAIL_CHECKS table")
     assert set(SGD_EXPECTED_FAILURES) <= set(PER_ESTIMATOR_XFAIL_CHECKS[SGDClassifier])
+    assert set(THRESHOLD_EXPECTED_FAILURES) <= set(PER_ESTIMATOR_XFAIL_CHECKS[TunedThresholdClassifierCV])
+
+
+class _WithoutProbabilities(CaloptClassifier):
+    """CaloptClassifier without predict_proba, for the rest of check_classifiers_train."""
+
+    @available_if(lambda estimator: False)
+    def predict_proba(self, X):  # pragma: no cover - never available
+        raise AssertionError
+
+
+@pytest.mark.parametrize("options", [{}, {"measure": "gmean", "algorithm": "plugin"}])
+def test_check_classifiers_train_without_predict_proba(options):
+    """Everything check_classifiers_train asserts but predict_proba's argmax (accuracy, shapes, decision_function
+    agreeing with predict, errors on a wrong width), on the configurations that have predict_proba."""
+    estimator = _WithoutProbabilities(**options)
+    assert not hasattr(estimator, "predict_proba")
+    check_classifiers_train("CaloptClassifier", estimator)
+    check_classifiers_train("CaloptClassifier", estimator, readonly_memmap=True, X_dtype="float32")
+
+
+def test_the_docstring_s_check_estimator_call_passes_clean():
+    """The call the docstring shows is the configuration checked here with no expected failure."""
+    call = 'check_estimator(CaloptClassifier(algorithm="gd", select="none"))'
+    assert call in " ".join(CaloptClassifier.__doc__.split())
+    clean = CaloptClassifier(algorithm="gd", select="none")
+    assert any(estimator.get_params() == clean.get_params() for estimator in ESTIMATORS)
+    assert expected_failed_checks(clean) == {}
 
 
 def _binary_data(n=400, seed=0, weights=(0.8,)):
@@ -232,6 +285,162 @@ def test_integer_weights_equal_repeated_rows_for_gd(classes):
     np.testing.assert_allclose(weighted.decision_function(X), repeated.decision_function(X), rtol=1e-9, atol=1e-9)
     unweighted = CaloptClassifier(algorithm="gd", epochs=30, select="none", random_state=0).fit(X, y)
     assert not np.allclose(unweighted.decision_function(X), weighted.decision_function(X))
+
+
+# -- pos_label, class_weight, C, predict_proba -------------------------------------------------
+def test_pos_label_picks_the_positive_class_and_keeps_classes_order():
+    """pos_label="no" trains calopt.fit's model with positive="no"; decision_function > 0 still means classes_[1]
+    ("yes"), so the scores are that model's negated, and score is the measure of "no" (scikit-learn's f1_score)."""
+    X, y = _binary_data()
+    words = np.where(y == 1, "yes", "no")
+    estimator = CaloptClassifier(pos_label="no", random_state=0).fit(X, words)
+    model = calopt.fit(X, words, positive="no", seed=0)
+    assert estimator.classes_.tolist() == ["no", "yes"] and estimator.model_.classes == ("yes", "no")
+    np.testing.assert_array_equal(estimator.decision_function(X), -model.decision_function(X))
+    np.testing.assert_array_equal(estimator.predict(X), model.predict(X))
+    np.testing.assert_array_equal(estimator.predict(X), estimator.classes_[(estimator.decision_function(X) > 0) * 1])
+    assert estimator.score(X, words) == pytest.approx(f1_score(words, estimator.predict(X), pos_label="no"))
+    proba = estimator.predict_proba(X)  # columns in classes_ order, ranked as decision_function
+    assert np.all(np.diff(proba[np.argsort(estimator.decision_function(X)), 1]) >= 0)
+    on_yes = CaloptClassifier(pos_label="yes", random_state=0).fit(X, words)
+    assert on_yes.model_.classes == ("no", "yes")
+    with pytest.raises(ValueError, match="maybe"):
+        CaloptClassifier(pos_label="maybe").fit(X, words)
+    with pytest.raises(ValueError, match="pos_label='no' is for two classes"):
+        CaloptClassifier(pos_label="no").fit(*load_iris(return_X_y=True))
+
+
+def test_pos_label_default_is_calopt_fit_s_and_a_tie_is_classes_1():
+    """Without pos_label the positive class is calopt.fit's own default for the same labels; two classes of
+    equal size (which calopt.fit asks to name) take scikit-learn's classes_[1]."""
+    X, y = _binary_data()
+    for labels in (y, np.where(y == 1, 1, 2), np.where(y == 1, "yes", "no"), y == 1):
+        estimator = CaloptClassifier(random_state=0).fit(X, labels)
+        assert estimator.model_.classes == calopt.fit(X, labels, seed=0).classes
+    balanced = np.where(np.arange(y.size) % 2 == 0, "a", "b")
+    assert CaloptClassifier(random_state=0).fit(X, balanced).model_.classes == ("a", "b")
+
+
+def test_partial_fit_takes_pos_label():
+    X, y = _binary_data()
+    words = np.where(y == 1, "yes", "no")
+    on_no = CaloptClassifier(algorithm="gd", pos_label="no", random_state=0)
+    on_yes = CaloptClassifier(algorithm="gd", random_state=0)
+    for _ in range(3):
+        on_no.partial_fit(X, words, classes=["no", "yes"])
+        on_yes.partial_fit(X, words, classes=["no", "yes"])
+    assert on_no.model_.classes == ("yes", "no") and on_yes.model_.classes == ("no", "yes")
+    # gd on the swapped labels is the same run negated: the scores for "yes" agree
+    np.testing.assert_allclose(on_no.decision_function(X), on_yes.decision_function(X), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("class_weight", ["balanced", {0: 1.0, 1: 3.0}])
+def test_class_weight_is_scikit_learn_s_sample_weights(class_weight):
+    """class_weight is compute_sample_weight(class_weight, y) multiplied into sample_weight, as in scikit-learn."""
+    X, y = _binary_data()
+    weights = np.random.default_rng(0).uniform(0.5, 2.0, y.size)
+    weighted = CaloptClassifier(class_weight=class_weight, random_state=0).fit(X, y, sample_weight=weights)
+    reference = CaloptClassifier(random_state=0).fit(X, y, sample_weight=weights * compute_sample_weight(class_weight, y))
+    np.testing.assert_array_equal(weighted.decision_function(X), reference.decision_function(X))
+    alone = CaloptClassifier(class_weight=class_weight, random_state=0).fit(X, y)
+    by_class = CaloptClassifier(random_state=0).fit(X, y, sample_weight=compute_sample_weight(class_weight, y))
+    np.testing.assert_array_equal(alone.decision_function(X), by_class.decision_function(X))
+    assert not np.array_equal(alone.decision_function(X), CaloptClassifier(random_state=0).fit(X, y).decision_function(X))
+
+
+def test_class_weight_in_multiclass_and_partial_fit():
+    X, y = load_iris(return_X_y=True)
+    rows = np.r_[0:50, 50:70, 100:150]  # an imbalanced three-class problem
+    X, y = X[rows], y[rows]
+    balanced = CaloptClassifier(class_weight="balanced", random_state=0).fit(X, y)
+    reference = CaloptClassifier(random_state=0).fit(X, y, sample_weight=compute_sample_weight("balanced", y))
+    np.testing.assert_array_equal(balanced.decision_function(X), reference.decision_function(X))
+    weights = {0: 1.0, 1: 4.0, 2: 1.0}
+    stream = CaloptClassifier(algorithm="gd", class_weight=weights, random_state=0).partial_fit(X, y, classes=[0, 1, 2])
+    weighted = CaloptClassifier(algorithm="gd", random_state=0).partial_fit(
+        X, y, classes=[0, 1, 2], sample_weight=compute_sample_weight(weights, y))
+    np.testing.assert_array_equal(stream.decision_function(X), weighted.decision_function(X))
+    with pytest.raises(ValueError, match="class_weight='balanced' needs every row's class"):
+        CaloptClassifier(class_weight="balanced").partial_fit(X, y, classes=[0, 1, 2])
+
+
+def test_C_is_searchable_in_grid_search():
+    """GridSearchCV over C: each candidate's cross-validated F1 is the one computed here by hand, and the refit
+    model trained lbfgs with that C (the spec C fixes, not searched among the candidates)."""
+    X, y = _binary_data(n=300)
+    search = GridSearchCV(CaloptClassifier(random_state=0), {"C": [0.01, 100.0]}, scoring=make_scorer("f1"), cv=3)
+    search.fit(X, y)
+    for params, mean in zip(search.cv_results_["params"], search.cv_results_["mean_test_score"]):
+        folds = []
+        for train, test in StratifiedKFold(3).split(X, y):
+            fitted = CaloptClassifier(random_state=0, **params).fit(X[train], y[train])
+            folds.append(f1_score(y[test], fitted.predict(X[test])))
+        assert mean == pytest.approx(np.mean(folds))
+    assert search.best_estimator_.model_.algorithm == f"lbfgs:C={float(search.best_params_['C'])}"
+    small, large = (CaloptClassifier(C=C, random_state=0).fit(X, y) for C in (0.01, 100.0))
+    assert np.linalg.norm(small.coef_) < np.linalg.norm(large.coef_)
+    multiclass = CaloptClassifier(C=3.0, random_state=0).fit(*load_iris(return_X_y=True))
+    assert multiclass.model_.algorithm.startswith("multinomial:") and "C=3.0" in multiclass.model_.algorithm
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"algorithm": "spade", "measure": "gmean"}, "algorithm 'spade' has no parameter C"),
+    ({"algorithm": "lbfgs:C=3"}, "both set C"),
+    ({"algorithm": "auto"}, "name the algorithm C is for"),
+])
+def test_C_errors(options, message):
+    X, y = _binary_data()
+    with pytest.raises(ValueError, match=message):
+        CaloptClassifier(C=1.0, **options).fit(X, y)
+    with pytest.raises(ValueError, match="C must be a positive number"):
+        CaloptClassifier(C=-1.0).fit(X, y)
+
+
+def test_predict_proba_is_logistic_regression_s():
+    """lbfgs with C fixed and run to convergence is scikit-learn's LogisticRegression on the max-abs scaled
+    features: the same probabilities (before calopt's threshold), two classes and multinomial."""
+    X, y = _binary_data()
+    estimator = CaloptClassifier(algorithm="lbfgs:tol=1e-10", C=0.5, epochs=300, select="none", random_state=0)
+    reference = make_pipeline(MaxAbsScaler(), LogisticRegression(C=0.5, tol=1e-10, max_iter=10_000))
+    np.testing.assert_allclose(estimator.fit(X, y).predict_proba(X), reference.fit(X, y).predict_proba(X), atol=1e-6)
+    X, y = load_iris(return_X_y=True)
+    estimator = CaloptClassifier(algorithm="multinomial:tol=1e-10", C=2.0, epochs=300, random_state=0)
+    reference = make_pipeline(MaxAbsScaler(), LogisticRegression(C=2.0, tol=1e-10, max_iter=10_000))
+    np.testing.assert_allclose(estimator.fit(X, y).predict_proba(X), reference.fit(X, y).predict_proba(X), atol=1e-6)
+
+
+def test_predict_proba_of_the_default_sums_to_one_and_ranks_as_decision_function():
+    X, y = _binary_data(weights=(0.9,))
+    estimator = CaloptClassifier(random_state=0).fit(X, y)
+    proba = estimator.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.all(np.diff(proba[np.argsort(estimator.decision_function(X)), 1]) >= 0)
+    # the measure's threshold is not probability 0.5: predict is decision_function > 0
+    np.testing.assert_array_equal(estimator.predict(X), (estimator.decision_function(X) > 0) * 1)
+
+
+@pytest.mark.parametrize("options", [
+    {"algorithm": "spade", "measure": "gmean"},
+    {"algorithm": "stamp"},
+    {"algorithm": "lbfgs", "loss": "squared"},
+])
+def test_predict_proba_is_absent_without_a_logistic_model(options):
+    X, y = _binary_data()
+    estimator = CaloptClassifier(**options, random_state=0)
+    assert not hasattr(estimator, "predict_proba")
+    assert not hasattr(estimator.fit(X, y), "predict_proba")
+    with pytest.raises(AttributeError, match="predict_proba"):
+        estimator.predict_proba(X)
+
+
+def test_predict_proba_is_absent_one_class_at_a_time():
+    """lbfgs on three classes trains each against the rest, each with its own threshold and scale: no
+    probabilities; the default (multinomial) has them."""
+    X, y = load_iris(return_X_y=True)
+    assert not hasattr(CaloptClassifier(algorithm="lbfgs", random_state=0).fit(X, y), "predict_proba")
+    proba = CaloptClassifier(random_state=0).fit(X, y).predict_proba(X)
+    assert proba.shape == (150, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
 
 
 # -- partial_fit -------------------------------------------------------------------------------

@@ -52,7 +52,15 @@ from calopt.measures import Measure
 from calopt.models.linear import LinearModel
 from calopt.training.loop import CONVERGED
 from calopt.training.pipeline import BinaryTask, Trained, prepare, train
-from calopt.training.selection import CONFIDENCE, Rule, folds_of, parse_rule, resolve_rule, win_probability
+from calopt.training.selection import (
+    CONFIDENCE,
+    Rule,
+    folds_of,
+    load_fold_splitter,
+    parse_rule,
+    resolve_rule,
+    win_probability,
+)
 from calopt.training.threshold import best_threshold
 from calopt.version import __version__
 
@@ -329,6 +337,7 @@ def aggregate(
         raise DataError("only one class; aggregation needs both", source="aggregation labels")
     rule = resolve_rule(rule, y_pm)
 
+    load_fold_splitter()  # a one-off import, not training time
     started = time.perf_counter()
     scores = np.column_stack([to_numpy(model.decision_function(X)).astype(np.float64)
                               for model in bases])

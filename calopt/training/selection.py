@@ -65,7 +65,7 @@ from calopt.training.threshold import best_cut, best_threshold, positive_share
 __all__ = ["BOOTSTRAP", "CONFIDENCE", "CV_MINORITY", "CV_ROWS", "FOLDS", "HOLDOUT", "MAX_EPOCHS", "PATIENCE", "TRIAL_ROWS", "Arm",
            "Candidate", "Rule", "Selection", "SelectionState", "Selector", "best_candidate", "choose_settings",
            "fold_weights",
-           "foldable", "folds_of", "given_parameters", "grid_of", "parse_rule", "resolve_rule", "stratified_split",
+           "foldable", "folds_of", "load_fold_splitter", "given_parameters", "grid_of", "parse_rule", "resolve_rule", "stratified_split",
            "take_rows", "trial_scores", "win_probability"]
 
 Array = Any
@@ -189,6 +189,16 @@ def foldable(algorithm: Algorithm) -> bool:
     batches (every model's fold weights as sample weights), so an algorithm with a reader of
     its own (``prepare`` overridden, such as SLND's balanced, preconditioned one) cannot."""
     return type(algorithm).prepare is Algorithm.prepare
+
+
+def load_fold_splitter() -> None:
+    """Import scikit-learn's fold splitter (:func:`folds_of`) now, if it is not yet.
+
+    Its first import (scikit-learn, SciPy's statistics, joblib: about a second, many under
+    load) is not training: the fits call this before their clock starts, so that
+    ``fit_seconds`` counts the fit alone, while ``import calopt`` stays without it.
+    """
+    import sklearn.model_selection  # noqa: F401
 
 
 def folds_of(y: np.ndarray, rule: Rule, seed: int) -> np.ndarray:
