@@ -201,10 +201,6 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         to the algorithm's spec; another algorithm is an error), None chooses it with the
         other settings on held-out rows.
 
-    Every other constructor parameter is passed to :func:`calopt.fit` by its name, so a
-    new option of ``calopt.fit`` becomes an estimator parameter by adding it to
-    ``__init__`` (and to the docstring), nothing else.
-
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -215,13 +211,20 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
     intercept_ : array of shape (1,) or (n_classes,)
         Intercepts, the binary decision threshold included.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+        The number of features seen by ``fit``.
+    feature_names_in_ : ndarray of shape ``(n_features_in_,)``
         Defined when X has string column names (a DataFrame).
     n_iter_ : int
         The passes over the training data of the model ``fit`` returned (the chosen
         number when ``epochs`` is None), or the number of ``partial_fit`` calls.
     model_ : calopt.LinearModel or calopt.MulticlassModel
         The fitted calopt model (history, ``save``, ``to_sklearn``).
+
+    Notes
+    -----
+    Every other constructor parameter is passed to :func:`calopt.fit` by its name, so a
+    new option of ``calopt.fit`` becomes an estimator parameter by adding it to
+    ``__init__`` (and to the docstring), nothing else.
     """
 
     def __init__(self, measure: Any = "f1", *, algorithm: Any = None, loss: Any = None, epochs: int | None = None,
