@@ -18,7 +18,9 @@ Step sizes are :class:`Schedule` objects, η(t) of the update's number t:
 :class:`InverseSqrt` (η₀/√t, the papers' decay; :func:`step_size` evaluates it),
 :class:`Constant`, :class:`SqrtGrowth` (β₀·√(t+1), mirror descent's temperature),
 :class:`Power` (t^p, SPADE's reward offset) and :class:`BudgetStep` (η/√K for a budget
-of K steps, the subgradient method's).
+of K steps, the subgradient method's). The step counter t is the loop's, one per run:
+an algorithm that declares ``scheduled`` is called as ``update(state, batch, problem, t)``
+and keeps no counter of its own (:class:`~calopt.training.loop.TrainerState` holds it).
 The step scale an algorithm wants chosen from the data is declared in ``tunables``.
 
 **Stacked models.** An algorithm that declares ``stackable`` trains ``problem.n_models``
@@ -354,6 +356,10 @@ class Algorithm(Component):
     #: ``end_epoch`` makes the step: the sums of several shards add up to those of the
     #: whole data (exact rounds on a Dask cluster, :mod:`calopt.training.distributed`).
     additive: ClassVar[bool] = False
+    #: ``update`` takes a fourth argument, ``t`` (≥ 1): the number of this update in the run,
+    #: counted by the loop (:class:`~calopt.training.loop.TrainerState`), at which the
+    #: algorithm evaluates its :class:`Schedule` objects; it keeps no step counter itself.
+    scheduled: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, problem: Problem) -> NamedTuple:
@@ -361,7 +367,11 @@ class Algorithm(Component):
 
     @abc.abstractmethod
     def update(self, state: NamedTuple, batch: Batch, problem: Problem) -> NamedTuple:
-        """One step on the mini-batch (labels in {−1, +1}, optional sample weights)."""
+        """One step on the mini-batch (labels in {−1, +1}, optional sample weights).
+
+        A ``scheduled`` algorithm's is ``update(state, batch, problem, t)``, t the loop's count
+        of the updates so far, this one included.
+        """
 
     def parts(self) -> tuple[Part, ...]:
         """The shared parts the loop applies after each update, in order (none by default)."""

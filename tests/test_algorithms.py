@@ -156,8 +156,8 @@ def test_spade_minibatch_is_the_mean_of_pointwise_terms():
     algorithm = calopt.get_algorithm("spade", step=1.0, dual_step=0.5)
     problem = _problem(X, y, "qmean", batch_size=8)
     state = algorithm.init(problem)
-    state = algorithm.update(state, Batch(X[:3], y[:3]), problem)  # move away from w = 0
-    after = algorithm.update(state, Batch(X, y), problem)
+    state = algorithm.update(state, Batch(X[:3], y[:3]), problem, 1)  # move away from w = 0
+    after = algorithm.update(state, Batch(X, y), problem, 2)  # the loop's second update: η₀/√2
     p = float(np.mean(y > 0))
     w, b = np.asarray(state.w), float(state.b)
     grads = []
