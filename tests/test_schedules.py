@@ -205,3 +205,22 @@ def test_a_checkpoint_with_a_solver_step_counter_is_refused_in_one_line(tmp_path
                    resume=old)
     message = str(error.value)
     assert "\n" not in message and "fields (algorithm, parts)" in message and "(algorithm, parts, step)" in message
+
+
+@pytest.mark.parametrize("spec", ["stamp:step=2.0,radius=0.5,stage_length=30", "amp:step=2.0,radius=0.5"])
+def test_a_resumed_checkpoint_file_ends_with_the_uninterrupted_model(tmp_path, spec):
+    """The loop's counter, STAMP's clock and stage parts (the ball's and the average's states)
+    and AMP's clock go through a checkpoint file and back: the resumed run's model is the
+    uninterrupted run's, to the bit."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 5))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=400) > 0.5, 1, 0)
+    options = dict(measure="f1", algorithm=spec, select="none", epochs=3, batch_size=7, seed=4)
+    whole = calopt.fit(X, y, **options)
+    path = tmp_path / "run.ckpt.npz"
+    calls = iter(range(10**6))
+    with pytest.raises(TrainingInterrupted):
+        calopt.fit(X, y, checkpoint=path, interrupt=lambda: next(calls) == 75, **options)  # mid-epoch 2
+    resumed = calopt.fit(X, y, resume=path, **options)
+    assert np.array_equal(resumed.coef, whole.coef) and resumed.intercept == whole.intercept
+    assert resumed.threshold == whole.threshold

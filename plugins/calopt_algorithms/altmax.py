@@ -16,9 +16,9 @@ from typing import Any, ClassVar, NamedTuple
 
 from calopt.algorithms import (
     Algorithm,
-    AverageState,
     BallProjection,
     Batch,
+    Chain,
     InverseSqrt,
     IterateAverage,
     Part,
@@ -33,8 +33,6 @@ from calopt.measures import PseudoLinearMeasure, safe_divide
 
 Array = Any
 _LEVELS = ("zero-one", "reward")
-#: The running mean of each model stage's iterates (the shared part, restarted every stage).
-_STAGE_MEAN = IterateAverage()
 
 
 @functools.lru_cache(maxsize=64)
@@ -135,7 +133,7 @@ class StampState(NamedTuple):
     w_stage: Array  #: the model w_e whose level is being estimated
     b_stage: Array
     sums: tuple  #: (Σ₊ r, n₊, Σ₋ r, n₋) over the level stage so far
-    stage_mean: AverageState  #: the mean of the iterates of the current model stage
+    stage_parts: tuple  #: the states of :attr:`Stamp.stage`'s parts in the current model stage
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,28 +163,38 @@ class Stamp(_AltMax):
         self.require(self.growth >= 1, f"growth must be ≥ 1, got {self.growth!r}")
         self.require_positive("level_fraction")
 
+    @functools.cached_property
+    def stage(self) -> Chain:
+        """The shared parts of a model stage: the ball W (step 8), then the mean of the stage's
+        iterates (w_e, with ``average``), restarted every stage.
+
+        STAMP applies them itself rather than through the loop (:meth:`~Algorithm.parts`):
+        the stage's average is the model w_e whose level the next stage estimates, and a
+        level stage moves no iterate.
+        """
+        ball = (BallProjection(self.radius),) if self.radius is not None else ()
+        return Chain(ball + ((IterateAverage(),) if self.average else ()))
+
     def _model_length(self, stage: int) -> int:
         return int(self.stage_length * self.growth**stage)
 
     def init(self, problem: Problem) -> StampState:
         w, b, zero = problem.coef_zeros(), problem.constant(0.0), problem.constant(0.0)
-        return StampState(w, b, zero, 0, 0, 0, 0, w, b, (zero, zero, zero, zero), _STAGE_MEAN.init((w, b)))
+        return StampState(w, b, zero, 0, 0, 0, 0, w, b, (zero, zero, zero, zero), self.stage.init((w, b), problem))
 
     def update(self, state: StampState, batch: Batch, problem: Problem, t: int) -> StampState:
         size = batch.y.shape[0]
         if state.phase == 0:  # model optimisation stage (steps 4-10)
             w, b = self._ascent(state.w, state.b, state.level, t - state.clock, batch, problem)
-            if self.radius is not None:
-                w, b = BallProjection(self.radius)((w, b), problem.xp)
-            stage_mean = _STAGE_MEAN.add(state.stage_mean, (w, b))
+            (w, b), stage_parts = self.stage.update((state.w, state.b), (w, b), state.stage_parts, problem)
             seen = state.seen + size
             if seen < self._model_length(state.stage):  # (a new tuple: cheaper than _replace)
                 return StampState(w, b, state.level, state.stage, 0, seen, state.clock, state.w_stage,
-                                  state.b_stage, state.sums, stage_mean)
+                                  state.b_stage, state.sums, stage_parts)
             zero = problem.constant(0.0)
-            stage_w, stage_b = stage_mean.mean if self.average else (w, b)
+            stage_w, stage_b = self.stage.output((w, b), stage_parts)
             return state._replace(w=w, b=b, clock=t - state.clock, phase=1, seen=0, w_stage=stage_w,
-                                  b_stage=stage_b, sums=(zero,) * 4, stage_mean=stage_mean)
+                                  b_stage=stage_b, sums=(zero,) * 4, stage_parts=stage_parts)
         # challenge-level estimation stage on fresh points (steps 11-18)
         batch_sums = _rate_sums(state.w_stage, state.b_stage, batch, problem, self.level)
         sums = tuple(old + new for old, new in zip(state.sums, batch_sums))
@@ -196,17 +204,12 @@ class Stamp(_AltMax):
         level = _level_from_sums(sums, state.level, problem)
         return state._replace(level=level, stage=state.stage + 1, phase=0, seen=0,
                               clock=t if self.restart else t - state.clock, sums=sums,
-                              stage_mean=_STAGE_MEAN.init((state.w, state.b)))
+                              stage_parts=self.stage.init((state.w, state.b), problem))
 
     def output(self, state: StampState) -> tuple[Array, Array]:
-        """The model: the mean of the current stage's iterates (with ``average``), else the last one.
-
-        The projection and the stage averages are STAMP's own (the stage model w_e is
-        the average, and each stage restarts it), so the loop has no parts to apply.
-        """
-        if self.average and state.stage_mean.count > 0:
-            return state.stage_mean.mean
-        return state.w, state.b
+        """The model: the mean of the current stage's iterates (with ``average``), else the last one
+        (the loop has no parts to apply: :attr:`stage`)."""
+        return self.stage.output((state.w, state.b), state.stage_parts)
 
 
 class AmpState(NamedTuple):
