@@ -11,9 +11,17 @@ gradient transformations: an algorithm names the iterate the shared parts act on
 (:meth:`Algorithm.iterate`, :meth:`Algorithm.with_iterate`) and lists its parts
 (:meth:`Algorithm.parts`): :class:`BallProjection` (the papers' ball W) and
 :class:`IterateAverage` (Polyak-Ruppert averaging, the papers' output). The loop applies
-them after every update, in order, and the model is the last part's output. The step
-schedule is :func:`step_size` (η₀/√t, the papers' decay), and the step scale an
-algorithm wants chosen from the data is declared in ``tunables``.
+them after every update, in order, as one :class:`Chain`, and the model is the last
+part's output.
+
+Step sizes are :class:`Schedule` objects, η(t) of the update's number t:
+:class:`InverseSqrt` (η₀/√t, the papers' decay; :func:`step_size` evaluates it),
+:class:`Constant`, :class:`SqrtGrowth` (β₀·√(t+1), mirror descent's temperature),
+:class:`Power` (t^p, SPADE's reward offset) and :class:`BudgetStep` (η/√K for a budget
+of K steps, the subgradient method's). The step counter t is the loop's, one per run:
+an algorithm that declares ``scheduled`` is called as ``update(state, batch, problem, t)``
+and keeps no counter of its own (:class:`~calopt.training.loop.TrainerState` holds it).
+The step scale an algorithm wants chosen from the data is declared in ``tunables``.
 
 **Stacked models.** An algorithm that declares ``stackable`` trains ``problem.n_models``
 models at once on the same mini-batches (the settings selection trains every fold and
@@ -50,9 +58,16 @@ __all__ = [
     "AverageState",
     "BallProjection",
     "Batch",
+    "BudgetStep",
+    "Chain",
+    "Constant",
+    "InverseSqrt",
     "IterateAverage",
     "Part",
+    "Power",
     "Problem",
+    "Schedule",
+    "SqrtGrowth",
     "Tunable",
     "column",
     "project_ball",
@@ -213,6 +228,100 @@ class IterateAverage:
         return state.mean if state.count else params
 
 
+@dataclasses.dataclass(frozen=True)
+class Chain:
+    """Parts applied one after the other, as one part (optax's ``chain``).
+
+    Its state is the tuple of the parts' states; ``update`` hands each part the iterate
+    the previous one returned, and ``output`` is the last part's output. The loop runs an
+    algorithm's :meth:`~Algorithm.parts` as one chain; STAMP runs one per model stage,
+    restarted (``init``) at each stage.
+    """
+
+    parts: tuple[Part, ...] = ()
+
+    def init(self, params: Params, problem: Problem | None = None) -> tuple:
+        return tuple(part.init(params, problem) for part in self.parts)
+
+    def update(self, previous: Params, params: Params, state: tuple, problem: Problem) -> tuple[Params, tuple]:
+        states = []
+        for part, part_state in zip(self.parts, state):
+            params, part_state = part.update(previous, params, part_state, problem)
+            states.append(part_state)
+        return params, tuple(states)
+
+    def output(self, params: Params, state: tuple) -> Params:
+        for part, part_state in zip(self.parts, state):
+            params = part.output(params, part_state)
+        return params
+
+
+# -- the step schedules ----------------------------------------------------------------------
+class Schedule(Protocol):
+    """A step size as a function of the update's number: ``schedule(t)`` is η(t), t ≥ 1.
+
+    The scale may be a per-model (M,) array of a stacked run (:meth:`Algorithm.stacked`);
+    the value is then an array too.
+    """
+
+    def __call__(self, t: int) -> Any: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Constant:
+    """η(t) = ``value`` for every t."""
+
+    value: Any
+
+    def __call__(self, t: int) -> Any:
+        return self.value
+
+
+@dataclasses.dataclass(frozen=True)
+class InverseSqrt:
+    """η(t) = ``scale``/√t: the decay of the papers' stochastic solvers (η₀/√t)."""
+
+    scale: Any
+
+    def __call__(self, t: int) -> Any:
+        return self.scale / math.sqrt(t)
+
+
+@dataclasses.dataclass(frozen=True)
+class SqrtGrowth:
+    """η(t) = ``scale``·√(t+1): mirror descent's temperature β_t = β₀·√(t+1) (paper 001, eq. 10).
+
+    It is defined at t = 0 too (the temperature before the first update).
+    """
+
+    scale: Any
+
+    def __call__(self, t: int) -> Any:
+        return self.scale * math.sqrt(t + 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Power:
+    """η(t) = t^``exponent`` (SPADE's reward offset ε(t) = t^(−1/4), paper 002, Theorem 5)."""
+
+    exponent: float
+
+    def __call__(self, t: int) -> Any:
+        return t**self.exponent
+
+
+@dataclasses.dataclass(frozen=True)
+class BudgetStep:
+    """η(t) = ``scale``/√K for every t ≤ K = ``budget``: the constant step a bound after K steps
+    is tuned for (the subgradient method's η/√K, paper 003)."""
+
+    scale: Any
+    budget: int
+
+    def __call__(self, t: int) -> Any:
+        return self.scale / math.sqrt(self.budget)
+
+
 # -- the algorithm contract -----------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Algorithm(Component):
@@ -247,6 +356,10 @@ class Algorithm(Component):
     #: ``end_epoch`` makes the step: the sums of several shards add up to those of the
     #: whole data (exact rounds on a Dask cluster, :mod:`calopt.training.distributed`).
     additive: ClassVar[bool] = False
+    #: ``update`` takes a fourth argument, ``t`` (≥ 1): the number of this update in the run,
+    #: counted by the loop (:class:`~calopt.training.loop.TrainerState`), at which the
+    #: algorithm evaluates its :class:`Schedule` objects; it keeps no step counter itself.
+    scheduled: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, problem: Problem) -> NamedTuple:
@@ -254,7 +367,11 @@ class Algorithm(Component):
 
     @abc.abstractmethod
     def update(self, state: NamedTuple, batch: Batch, problem: Problem) -> NamedTuple:
-        """One step on the mini-batch (labels in {−1, +1}, optional sample weights)."""
+        """One step on the mini-batch (labels in {−1, +1}, optional sample weights).
+
+        A ``scheduled`` algorithm's is ``update(state, batch, problem, t)``, t the loop's count
+        of the updates so far, this one included.
+        """
 
     def parts(self) -> tuple[Part, ...]:
         """The shared parts the loop applies after each update, in order (none by default)."""
@@ -333,8 +450,8 @@ class Algorithm(Component):
 
 # -- the mini-batch math ---------------------------------------------------------------------
 def step_size(scale: float, t: int) -> float:
-    """``scale / sqrt(t)`` for the t-th update (t ≥ 1): the papers' decay."""
-    return scale / math.sqrt(t)
+    """``scale / sqrt(t)`` for the t-th update (t ≥ 1): the papers' decay, ``InverseSqrt(scale)(t)``."""
+    return InverseSqrt(scale)(t)
 
 
 def reward_terms(

@@ -156,8 +156,8 @@ def test_spade_minibatch_is_the_mean_of_pointwise_terms():
     algorithm = calopt.get_algorithm("spade", step=1.0, dual_step=0.5)
     problem = _problem(X, y, "qmean", batch_size=8)
     state = algorithm.init(problem)
-    state = algorithm.update(state, Batch(X[:3], y[:3]), problem)  # move away from w = 0
-    after = algorithm.update(state, Batch(X, y), problem)
+    state = algorithm.update(state, Batch(X[:3], y[:3]), problem, 1)  # move away from w = 0
+    after = algorithm.update(state, Batch(X, y), problem, 2)  # the loop's second update: η₀/√2
     p = float(np.mean(y > 0))
     w, b = np.asarray(state.w), float(state.b)
     grads = []
@@ -183,14 +183,22 @@ def f1_from_rates(tpr, tnr, p):
     return 2 * tpr / denominator if denominator else 0.0
 
 
-def stamp_reference(X, y, order, *, step, stage_length, growth, level_fraction, level_kind):
-    """Paper 002, Algorithm 3 (F1), one point at a time, generalised to any skew θ."""
+def stamp_reference(X, y, order, *, step, stage_length, growth, level_fraction, level_kind, restart=True,
+                    average=False, radius=None):
+    """Paper 002, Algorithm 3 (F1), one point at a time, generalised to any skew θ.
+
+    ``restart=False``: t runs on across model stages (level stages do not count); ``average``:
+    w_e is the mean of the stage's iterates; ``radius``: each iterate projected onto the ball
+    first. Returns the last iterate, the level and the model (the current stage's mean with
+    ``average``, else the last iterate).
+    """
     p = float(np.mean(y > 0))
     alpha, beta, gamma, delta = f1_valuation(p)
     w, b, v = np.zeros(X.shape[1]), 0.0, 0.0
     stage, phase, seen, t = 0, 0, 0, 0
     sums = [0.0, 0.0, 0.0, 0.0]
     w_stage, b_stage = w, b
+    iterates = []  # the current model stage's
     for i in order:
         x, label = X[i], y[i]
         model_length = int(stage_length * growth**stage)
@@ -200,9 +208,15 @@ def stamp_reference(X, y, order, *, step, stage_length, growth, level_fraction, 
             weight = (alpha - v * gamma) / p if label > 0 else (beta - v * delta) / (1 - p)
             eta = step / math.sqrt(t)
             w, b = w + eta * weight * dr * label * x, b + eta * weight * dr * label
+            norm = math.sqrt(float(w @ w) + b * b)
+            if radius is not None and norm > radius:
+                w, b = w * radius / norm, b * radius / norm
+            iterates.append(np.append(w, b))
             seen += 1
             if seen >= model_length:
-                phase, seen, w_stage, b_stage, sums = 1, 0, w.copy(), b, [0.0] * 4
+                mean = np.mean(iterates, axis=0)
+                w_stage, b_stage = (mean[:-1], mean[-1]) if average else (w.copy(), b)
+                phase, seen, sums = 1, 0, [0.0] * 4
         else:
             score = x @ w_stage + b_stage
             if level_kind == "reward":
@@ -219,8 +233,10 @@ def stamp_reference(X, y, order, *, step, stage_length, growth, level_fraction, 
             if seen >= max(1, math.ceil(level_fraction * model_length)):
                 if sums[1] > 0 and sums[3] > 0:
                     v = f1_from_rates(sums[0] / sums[1], sums[2] / sums[3], p)
-                stage, phase, seen, t = stage + 1, 0, 0, 0
-    return w, b, v
+                stage, phase, seen, iterates = stage + 1, 0, 0, []
+                t = 0 if restart else t
+    model = np.mean(iterates, axis=0) if average and iterates else np.append(w, b)
+    return w, b, v, model
 
 
 @pytest.mark.parametrize("level_kind", ["zero-one", "reward"])
@@ -230,12 +246,38 @@ def test_stamp_batch_one_is_the_pointwise_algorithm(level_kind):
         "stamp", step=1.5, stage_length=5, growth=2.0, level_fraction=0.5, level=level_kind,
         average=False, restart=True)
     state = _run(algorithm, X, y, "f1", epochs=3, seed=7).state.algorithm
-    w, b, v = stamp_reference(X, y, _order(len(y), 3, 7), step=1.5, stage_length=5, growth=2.0,
-                              level_fraction=0.5, level_kind=level_kind)
+    w, b, v, _ = stamp_reference(X, y, _order(len(y), 3, 7), step=1.5, stage_length=5, growth=2.0,
+                                 level_fraction=0.5, level_kind=level_kind)
     assert state.stage >= 3  # several level updates happened
     np.testing.assert_allclose(state.w, w, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(float(state.b), b, rtol=1e-12, atol=1e-12)
     assert float(state.level) == pytest.approx(v, abs=1e-12)
+
+
+@pytest.mark.parametrize("restart", [False, True])
+@pytest.mark.parametrize("radius", [None, 0.3])
+def test_stamp_steps_projection_and_stage_means_are_the_pointwise_algorithms(restart, radius):
+    """Batch 1 with the defaults' running step decay (the level stages do not advance t) or the
+    paper's restarts, the ball and the stage averages (the model and w_e): the plain loop's."""
+    X, y = _dataset(n=80, seed=4, positive_rate=0.4)
+    algorithm = calopt.get_algorithm("stamp", step=1.5, stage_length=5, growth=2.0, level_fraction=0.5,
+                                     restart=restart, radius=radius)
+    result = _run(algorithm, X, y, "f1", epochs=3, seed=5)
+    w, b, v, model = stamp_reference(X, y, _order(len(y), 3, 5), step=1.5, stage_length=5, growth=2.0,
+                                     level_fraction=0.5, level_kind="zero-one", restart=restart,
+                                     average=True, radius=radius)
+    state = result.state.algorithm
+    assert state.stage >= 3 and 0 < float(state.level) < 1
+    np.testing.assert_allclose(np.append(state.w, state.b), np.append(w, b), rtol=1e-12, atol=1e-12)
+    assert float(state.level) == pytest.approx(v, abs=1e-12)
+    np.testing.assert_allclose(np.append(*result.weights), model, rtol=1e-12, atol=1e-12)
+    if radius is not None:
+        assert math.hypot(np.linalg.norm(w), b) <= radius * (1 + 1e-12)
+    # the other setting gives another model: the test tells them apart
+    _, _, _, other = stamp_reference(X, y, _order(len(y), 3, 5), step=1.5, stage_length=5, growth=2.0,
+                                     level_fraction=0.5, level_kind="zero-one", restart=not restart,
+                                     average=True, radius=radius)
+    assert np.max(np.abs(other - model)) > 1e-6
 
 
 def test_stamp_f1_weights_reduce_to_the_paper_for_balanced_classes():

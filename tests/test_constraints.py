@@ -147,7 +147,7 @@ def test_batch_of_one_is_the_pointwise_update(objective, specs):
     algorithm.check_problem(problem)
     state = algorithm.init(problem)
     for i in range(n):
-        state = algorithm.update(state, Batch(X[i:i + 1], y[i:i + 1], None), problem)
+        state = algorithm.update(state, Batch(X[i:i + 1], y[i:i + 1], None), problem, i + 1)  # t: the loop's
     w, b, lam = _reference(X.tolist(), y.tolist(), p, measure.objective, measure.constraints, 3.0, 0.2, 2.0, 5.0)
     assert np.any(lam > 0)  # the constraints were priced at some point
     np.testing.assert_allclose(np.asarray(state.w), w, rtol=1e-10, atol=1e-12)
@@ -165,8 +165,8 @@ def test_a_batch_is_the_mean_of_its_points():
     problem = Problem(np, np.float64, "cpu", 16, 2, 0.4, measure, calopt.get_loss("hinge"), 16, 1)
     start = algorithm.init(problem)
     start = start._replace(b=np.float64(0.2), w=np.array([0.3, -0.5]), multipliers=np.array([0.7]))
-    batch = algorithm.update(start, Batch(X, y, None), problem)
-    singles = [algorithm.update(start, Batch(X[i:i + 1], y[i:i + 1], None), problem) for i in range(16)]
+    batch = algorithm.update(start, Batch(X, y, None), problem, 1)
+    singles = [algorithm.update(start, Batch(X[i:i + 1], y[i:i + 1], None), problem, 1) for i in range(16)]
     np.testing.assert_allclose(batch.w - start.w, np.mean([s.w - start.w for s in singles], axis=0), atol=1e-12)
     np.testing.assert_allclose(batch.multipliers - start.multipliers,
                                np.mean([s.multipliers - start.multipliers for s in singles], axis=0), atol=1e-12)

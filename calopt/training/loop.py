@@ -3,7 +3,8 @@
 Data reach the loop through a reader (:mod:`calopt.io.batches`): ``epoch(batch_size,
 rng)`` yields the shuffled mini-batches of one pass and ``full()`` returns all the data.
 The loop owns epochs, shuffling, timing, history, callbacks, checkpoints and stopping,
-and the parts algorithms share (iterate averaging, projection onto a ball): a
+the step counter (the t of the algorithms' step schedules) and the parts algorithms
+share (iterate averaging, projection onto a ball): a
 :class:`Trainer` composes an algorithm with its :meth:`~calopt.algorithms.Algorithm.parts`.
 Algorithms only ``update`` on one mini-batch (see :mod:`calopt.algorithms`).
 Host/device synchronisation happens once per epoch, in the finiteness check and the
@@ -26,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from calopt.algorithms import Algorithm, Problem
+from calopt.algorithms import Algorithm, Chain, Problem
 from calopt.io.batches import Batch, BatchReader
 
 __all__ = ["CALLBACK", "CONVERGED", "INTERRUPTED", "MAXITER", "NONFINITE", "EpochRecord", "LoopResult", "Trainer",
@@ -39,10 +40,13 @@ CONVERGED, MAXITER, CALLBACK, INTERRUPTED, NONFINITE = 0, 1, 2, 3, -1
 
 
 class TrainerState(NamedTuple):
-    """The state of an algorithm and of each of its shared parts."""
+    """The state of an algorithm and of each of its shared parts, and the run's step counter."""
 
     algorithm: Any
     parts: tuple
+    #: Updates made so far: the one step counter of the run (the t of a ``scheduled``
+    #: algorithm's schedules, :mod:`calopt.algorithms`).
+    step: int = 0
 
 
 @dataclass(frozen=True)
@@ -50,45 +54,46 @@ class Trainer:
     """An algorithm composed with its shared parts: what the loop runs.
 
     After each ``update`` of the algorithm, each part transforms the iterate in turn
-    (a projection returns a new iterate, an average keeps its running mean); the model
-    is the algorithm's linear model of the last part's output.
+    (a projection returns a new iterate, an average keeps its running mean: one
+    :class:`~calopt.algorithms.Chain`); the model is the algorithm's linear model of the
+    last part's output. The trainer counts the updates and hands the count to a
+    ``scheduled`` algorithm.
     """
 
     algorithm: Algorithm
-    parts: tuple[Any, ...] = field(init=False, repr=False)
+    chain: Chain = field(init=False, repr=False)
+    #: Whether ``update`` takes the step count (``scheduled``; duck-typed runners, the settings
+    #: selection's, do not say).
+    scheduled: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "parts", tuple(self.algorithm.parts()))  # built once, used every batch
+        object.__setattr__(self, "chain", Chain(tuple(self.algorithm.parts())))  # built once, used every batch
+        object.__setattr__(self, "scheduled", bool(getattr(self.algorithm, "scheduled", False)))
 
     def init(self, problem: Problem) -> TrainerState:
         state = self.algorithm.init(problem)
-        params = self.algorithm.iterate(state)
-        return TrainerState(state, tuple(part.init(params, problem) for part in self.parts))
+        return TrainerState(state, self.chain.init(self.algorithm.iterate(state), problem), 0)
 
     def update(self, state: TrainerState, batch: Batch, problem: Problem) -> TrainerState:
-        algorithm = self.algorithm
-        inner = algorithm.update(state.algorithm, batch, problem)
-        parts = self.parts
-        if not parts:
-            return TrainerState(inner, ())
-        previous, params = algorithm.iterate(state.algorithm), algorithm.iterate(inner)
-        changed, part_states = params, []
-        for part, part_state in zip(parts, state.parts):
-            changed, part_state = part.update(previous, changed, part_state, problem)
-            part_states.append(part_state)
+        algorithm, step = self.algorithm, state.step + 1
+        if self.scheduled:
+            inner = algorithm.update(state.algorithm, batch, problem, step)
+        else:
+            inner = algorithm.update(state.algorithm, batch, problem)
+        if not self.chain.parts:
+            return TrainerState(inner, (), step)
+        params = algorithm.iterate(inner)
+        changed, part_states = self.chain.update(algorithm.iterate(state.algorithm), params, state.parts, problem)
         if changed is not params:
             inner = algorithm.with_iterate(inner, changed)
-        return TrainerState(inner, tuple(part_states))
+        return TrainerState(inner, part_states, step)
 
     def end_epoch(self, state: TrainerState, data: Batch, problem: Problem) -> TrainerState:
         return state._replace(algorithm=self.algorithm.end_epoch(state.algorithm, data, problem))
 
     def weights(self, state: TrainerState) -> tuple[Any, Any]:
         """The model ``(w, b)`` of a state: the last part's output (the average), as linear weights."""
-        params = self.algorithm.output(state.algorithm)
-        for part, part_state in zip(self.parts, state.parts):
-            params = part.output(params, part_state)
-        return self.algorithm.linear(params)
+        return self.algorithm.linear(self.chain.output(self.algorithm.output(state.algorithm), state.parts))
 
     def converged(self, state: TrainerState) -> bool:
         return self.algorithm.converged(state.algorithm)

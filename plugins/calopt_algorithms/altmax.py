@@ -16,24 +16,23 @@ from typing import Any, ClassVar, NamedTuple
 
 from calopt.algorithms import (
     Algorithm,
-    AverageState,
     BallProjection,
     Batch,
+    Chain,
+    InverseSqrt,
     IterateAverage,
     Part,
     Problem,
+    Schedule,
     Tunable,
     column,
     reward_terms,
-    step_size,
     weighted_reward_gradient,
 )
 from calopt.measures import PseudoLinearMeasure, safe_divide
 
 Array = Any
 _LEVELS = ("zero-one", "reward")
-#: The running mean of each model stage's iterates (the shared part, restarted every stage).
-_STAGE_MEAN = IterateAverage()
 
 
 @functools.lru_cache(maxsize=64)
@@ -82,6 +81,7 @@ class _AltMax(Algorithm):
     tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (1.0, 10.0, 100.0)),
                                                Tunable("radius", (None, 1.0), trial=False))
     stackable: ClassVar[bool] = True
+    scheduled: ClassVar[bool] = True
 
     #: Step scale η₀ (η_t = η₀/√t, t restarting with each model stage); unset: tuned.
     step: float | None = None
@@ -101,13 +101,18 @@ class _AltMax(Algorithm):
     def describe_state(self, state: NamedTuple) -> dict[str, Array]:
         return {"level": state.level}
 
+    @functools.cached_property
+    def schedule(self) -> Schedule:
+        """η_t = η₀/√t of the ascent, t counted from where the algorithm's clock starts."""
+        return InverseSqrt(self.step if self.step is not None else 1.0)
+
     def _ascent(self, w: Array, b: Array, level: Array, t: int, batch: Batch, problem: Problem) -> tuple[Array, Array]:
         """One stochastic ascent step on V(·, level) (STAMP, Algorithm 3, step 7), without the projection."""
         xp = problem.xp
         X, y, weight = batch
         alpha, beta, gamma, delta = _valuation(problem.measure, problem.positive_rate)
         _, dr_ds = reward_terms(w, b, X, y, problem.loss, xp=xp, value=False, weight=weight)
-        eta = step_size(self.step if self.step is not None else 1.0, t)
+        eta = self.schedule(t)
         grad_w, grad_b = weighted_reward_gradient(
             X, y, dr_ds, alpha - level * gamma, beta - level * delta, problem.positive_rate,
             xp=xp, scale=eta,
@@ -122,11 +127,13 @@ class StampState(NamedTuple):
     stage: int  #: e
     phase: int  #: 0: model stage, 1: level-estimation stage
     seen: int  #: points seen in the current phase
-    t: int  #: step counter of η_t (reset each stage when ``restart``)
+    #: Model stage: the loop's step that η's t counts from (t = loop step − clock); level stage:
+    #: the t the model stage reached (the next continues from it, or from 0 with ``restart``).
+    clock: int
     w_stage: Array  #: the model w_e whose level is being estimated
     b_stage: Array
     sums: tuple  #: (Σ₊ r, n₊, Σ₋ r, n₋) over the level stage so far
-    stage_mean: AverageState  #: the mean of the iterates of the current model stage
+    stage_parts: tuple  #: the states of :attr:`Stamp.stage`'s parts in the current model stage
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,29 +163,38 @@ class Stamp(_AltMax):
         self.require(self.growth >= 1, f"growth must be ≥ 1, got {self.growth!r}")
         self.require_positive("level_fraction")
 
+    @functools.cached_property
+    def stage(self) -> Chain:
+        """The shared parts of a model stage: the ball W (step 8), then the mean of the stage's
+        iterates (w_e, with ``average``), restarted every stage.
+
+        STAMP applies them itself rather than through the loop (:meth:`~Algorithm.parts`):
+        the stage's average is the model w_e whose level the next stage estimates, and a
+        level stage moves no iterate.
+        """
+        ball = (BallProjection(self.radius),) if self.radius is not None else ()
+        return Chain(ball + ((IterateAverage(),) if self.average else ()))
+
     def _model_length(self, stage: int) -> int:
         return int(self.stage_length * self.growth**stage)
 
     def init(self, problem: Problem) -> StampState:
         w, b, zero = problem.coef_zeros(), problem.constant(0.0), problem.constant(0.0)
-        return StampState(w, b, zero, 0, 0, 0, 0, w, b, (zero, zero, zero, zero), _STAGE_MEAN.init((w, b)))
+        return StampState(w, b, zero, 0, 0, 0, 0, w, b, (zero, zero, zero, zero), self.stage.init((w, b), problem))
 
-    def update(self, state: StampState, batch: Batch, problem: Problem) -> StampState:
+    def update(self, state: StampState, batch: Batch, problem: Problem, t: int) -> StampState:
         size = batch.y.shape[0]
         if state.phase == 0:  # model optimisation stage (steps 4-10)
-            t = state.t + 1
-            w, b = self._ascent(state.w, state.b, state.level, t, batch, problem)
-            if self.radius is not None:
-                w, b = BallProjection(self.radius)((w, b), problem.xp)
-            stage_mean = _STAGE_MEAN.add(state.stage_mean, (w, b))
+            w, b = self._ascent(state.w, state.b, state.level, t - state.clock, batch, problem)
+            (w, b), stage_parts = self.stage.update((state.w, state.b), (w, b), state.stage_parts, problem)
             seen = state.seen + size
             if seen < self._model_length(state.stage):  # (a new tuple: cheaper than _replace)
-                return StampState(w, b, state.level, state.stage, 0, seen, t, state.w_stage,
-                                  state.b_stage, state.sums, stage_mean)
+                return StampState(w, b, state.level, state.stage, 0, seen, state.clock, state.w_stage,
+                                  state.b_stage, state.sums, stage_parts)
             zero = problem.constant(0.0)
-            stage_w, stage_b = stage_mean.mean if self.average else (w, b)
-            return state._replace(w=w, b=b, t=t, phase=1, seen=0, w_stage=stage_w, b_stage=stage_b,
-                                  sums=(zero,) * 4, stage_mean=stage_mean)
+            stage_w, stage_b = self.stage.output((w, b), stage_parts)
+            return state._replace(w=w, b=b, clock=t - state.clock, phase=1, seen=0, w_stage=stage_w,
+                                  b_stage=stage_b, sums=(zero,) * 4, stage_parts=stage_parts)
         # challenge-level estimation stage on fresh points (steps 11-18)
         batch_sums = _rate_sums(state.w_stage, state.b_stage, batch, problem, self.level)
         sums = tuple(old + new for old, new in zip(state.sums, batch_sums))
@@ -187,25 +203,22 @@ class Stamp(_AltMax):
             return state._replace(sums=sums, seen=seen)
         level = _level_from_sums(sums, state.level, problem)
         return state._replace(level=level, stage=state.stage + 1, phase=0, seen=0,
-                              t=0 if self.restart else state.t, sums=sums,
-                              stage_mean=_STAGE_MEAN.init((state.w, state.b)))
+                              clock=t if self.restart else t - state.clock, sums=sums,
+                              stage_parts=self.stage.init((state.w, state.b), problem))
 
     def output(self, state: StampState) -> tuple[Array, Array]:
-        """The model: the mean of the current stage's iterates (with ``average``), else the last one.
-
-        The projection and the stage averages are STAMP's own (the stage model w_e is
-        the average, and each stage restarts it), so the loop has no parts to apply.
-        """
-        if self.average and state.stage_mean.count > 0:
-            return state.stage_mean.mean
-        return state.w, state.b
+        """The model: the mean of the current stage's iterates (with ``average``), else the last one
+        (the loop has no parts to apply: :attr:`stage`)."""
+        return self.stage.output((state.w, state.b), state.stage_parts)
 
 
 class AmpState(NamedTuple):
     w: Array
     b: Array
     level: Array
-    t: int  #: ascent steps since the level last changed
+    #: The loop's step that η's t counts from (t = loop step − clock); None: from the next
+    #: update (the level has just changed, and t restarts at 1).
+    clock: int | None
     epochs: int
     gain: float  #: last improvement of the level (host number, set once per outer step)
 
@@ -235,10 +248,10 @@ class Amp(_AltMax):
         """The ball W, when ``radius`` is set."""
         return (BallProjection(self.radius),) if self.radius is not None else ()
 
-    def update(self, state: AmpState, batch: Batch, problem: Problem) -> AmpState:
-        t = state.t + 1
-        w, b = self._ascent(state.w, state.b, state.level, t, batch, problem)
-        return state._replace(w=w, b=b, t=t)
+    def update(self, state: AmpState, batch: Batch, problem: Problem, t: int) -> AmpState:
+        clock = t - 1 if state.clock is None else state.clock
+        w, b = self._ascent(state.w, state.b, state.level, t - clock, batch, problem)
+        return state._replace(w=w, b=b, clock=clock)
 
     def end_epoch(self, state: AmpState, data: Batch, problem: Problem) -> AmpState:
         epochs = state.epochs + 1
@@ -247,7 +260,7 @@ class Amp(_AltMax):
         sums = _rate_sums(state.w, state.b, data, problem, self.level)
         level = _level_from_sums(sums, state.level, problem)
         gain = float(level - state.level)  # once per outer step: the stopping rule
-        return state._replace(level=level, t=0, epochs=epochs, gain=gain)
+        return state._replace(level=level, clock=None, epochs=epochs, gain=gain)
 
     def converged(self, state: AmpState) -> bool:
         return state.gain < self.tol

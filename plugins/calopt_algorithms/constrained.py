@@ -13,17 +13,26 @@ keeps λ honest about the rates that are reported.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, ClassVar, NamedTuple
 
-from calopt.algorithms import Algorithm, Batch, IterateAverage, Problem, Tunable, column, step_size
-from calopt.algorithms import weighted_reward_gradient
+from calopt.algorithms import (
+    Algorithm,
+    Batch,
+    InverseSqrt,
+    IterateAverage,
+    Problem,
+    Schedule,
+    Tunable,
+    column,
+    weighted_reward_gradient,
+)
 from calopt.errors import ParameterError
 
 Array = Any
 
 
 class ConstrainedState(NamedTuple):
-    t: int  #: updates done
     w: Array
     b: Array
     alpha: Array  #: the objective's weight on TPR (SPADE's dual α; unused for pseudo-linear measures)
@@ -55,6 +64,7 @@ class Constrained(Algorithm):
     name: ClassVar[str] = "constrained"
     family: ClassVar[str] = "constrained"
     tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (1.0, 10.0, 100.0)),)
+    scheduled: ClassVar[bool] = True
 
     #: Primal step scale η₀ (η_t = η₀/√t); unset: chosen on held-out data.
     step: float | None = None
@@ -74,6 +84,12 @@ class Constrained(Algorithm):
 
     def parts(self):
         return (IterateAverage(),) if self.average else ()
+
+    @functools.cached_property
+    def schedules(self) -> tuple[Schedule, Schedule, Schedule]:
+        """The steps η₀/√t of the primal player, of the objective's dual (α, β) and of the multipliers λ."""
+        return (InverseSqrt(self.step if self.step is not None else 1.0), InverseSqrt(self.dual_step),
+                InverseSqrt(self.multiplier_step))
 
     def check_problem(self, problem: Problem) -> None:
         """A concave or pseudo-linear measure, constrained or not (without constraints this is the
@@ -95,15 +111,17 @@ class Constrained(Algorithm):
         def vector(values: list[float]) -> Array:
             return problem.xp.asarray(values, dtype=problem.dtype, device=problem.device)
 
-        return ConstrainedState(0, problem.coef_zeros(), problem.scalar(0.0), problem.scalar(alpha),
+        return ConstrainedState(problem.coef_zeros(), problem.scalar(0.0), problem.scalar(alpha),
                                 problem.scalar(beta), problem.scalar(0.5), problem.scalar(0.5),
                                 vector([0.0] * len(linear)), *(vector([u[k] for u in linear]) for k in range(3)))
 
-    def update(self, state: ConstrainedState, batch: Batch, problem: Problem) -> ConstrainedState:
+    def update(self, state: ConstrainedState, batch: Batch, problem: Problem, t: int) -> ConstrainedState:
+        """One step of both players; t (the loop's) also makes the running means of the batch rates."""
         xp, p, loss = problem.xp, problem.positive_rate, problem.loss
         objective = _objective(problem)
         X, y, weight = batch
-        t, size = state.t + 1, y.shape[0]
+        size = y.shape[0]
+        step, dual_step, multiplier_step = self.schedules
         ones = y * y  # y ∈ {−1, +1}
         margins = y * (X @ state.w + state.b)
         reward = loss.reward_value(margins, xp=xp)
@@ -116,7 +134,7 @@ class Constrained(Algorithm):
         correct_sum, correct_signed = ones @ correct, y @ correct
         tpr = (correct_sum + correct_signed) * (0.5 / (size * p))
         tnr = (correct_sum - correct_signed) * (0.5 / (size * (1 - p)))
-        eta_dual = step_size(self.dual_step, t)
+        eta_dual = dual_step(t)
         alpha, beta = state.alpha, state.beta
         if objective.family == "concave":  # SPADE's weights and dual step (paper 002, Alg. 1, steps 5-17)
             weights = (alpha, beta)
@@ -132,14 +150,14 @@ class Constrained(Algorithm):
                                                                        xp.ones_like(denominator))
             weights = ((a1 - level * b1) / b0, (a2 - level * b2) / b0)
         weight_pos, weight_neg = lagrangian_weights(weights, state.multipliers, state.tpr_coefs, state.tnr_coefs)
-        eta = step_size(self.step if self.step is not None else 1.0, t)
+        eta = step(t)
         grad_w, grad_b = weighted_reward_gradient(X, y, dr_ds, weight_pos, weight_neg, p, xp=xp,
                                                   positive=column(y, dr_ds) > 0, scale=eta, ones=ones)
         # λ descends on the constraints' 0-1 slack u0 + u1·TPR + u2·TNR of the batch, kept in [0, bound]
         slack = state.offsets + state.tpr_coefs * tpr + state.tnr_coefs * tnr
-        multipliers = state.multipliers - step_size(self.multiplier_step, t) * slack
+        multipliers = state.multipliers - multiplier_step(t) * slack
         multipliers = xp.minimum(xp.maximum(multipliers, 0.0), self.multiplier_bound)
-        return state._replace(t=t, w=state.w + grad_w, b=state.b + grad_b, alpha=alpha, beta=beta,
+        return state._replace(w=state.w + grad_w, b=state.b + grad_b, alpha=alpha, beta=beta,
                               tpr=state.tpr + (tpr - state.tpr) / t, tnr=state.tnr + (tnr - state.tnr) / t,
                               multipliers=multipliers)
 

@@ -14,12 +14,24 @@ the one step of the epoch, so data larger than memory work as well as arrays.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from calopt.algorithms import Algorithm, Batch, IterateAverage, Part, Problem, Tunable, column, step_size
+from calopt.algorithms import (
+    Algorithm,
+    Batch,
+    BudgetStep,
+    InverseSqrt,
+    IterateAverage,
+    Part,
+    Problem,
+    Schedule,
+    Tunable,
+    column,
+)
 from calopt.backends import is_sparse
 from calopt.errors import ParameterError
 
@@ -114,7 +126,6 @@ class _Erm(Algorithm):
 
 
 class SgdState(NamedTuple):
-    t: int  #: updates done
     w: Array
     b: Array
 
@@ -134,6 +145,7 @@ class Sgd(_Erm):
     tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (0.1, 1.0, 10.0)),
                                                Tunable("l2", (1e-6, 1e-4, 1e-2), trial=False))
     stackable: ClassVar[bool] = True
+    scheduled: ClassVar[bool] = True
 
     #: Step scale η₀ (η_t = η₀/√t); unset: chosen on held-out data.
     step: float | None = None
@@ -149,17 +161,21 @@ class Sgd(_Erm):
         """The average of the iterates, with ``average``."""
         return (IterateAverage(),) if self.average else ()
 
-    def init(self, problem: Problem) -> SgdState:
-        return SgdState(0, problem.coef_zeros(), problem.constant(0.0))
+    @functools.cached_property
+    def schedule(self) -> Schedule:
+        """η_t = η₀/√t."""
+        return InverseSqrt(self.step if self.step is not None else 1.0)
 
-    def update(self, state: SgdState, batch: Batch, problem: Problem) -> SgdState:
-        t = state.t + 1
+    def init(self, problem: Problem) -> SgdState:
+        return SgdState(problem.coef_zeros(), problem.constant(0.0))
+
+    def update(self, state: SgdState, batch: Batch, problem: Problem, t: int) -> SgdState:
         _, grad_w, grad_b = _loss_gradient(state.w, state.b, batch, problem, value=False)
         size = batch.y.shape[0]
-        eta = step_size(self.step if self.step is not None else 1.0, t)
+        eta = self.schedule(t)
         w = state.w - eta * (grad_w / size + 2 * self.l2 * state.w)
         b = state.b - eta * (grad_b / size)
-        return SgdState(t, w, b)
+        return SgdState(w, b)
 
 
 class GdState(NamedTuple):
@@ -317,7 +333,7 @@ class Subgradient(_Erm):
         xp, m = problem.xp, state.seen
         objective = state.loss_sum / m + self.l2 * xp.sum(state.w * state.w)
         better = objective < state.best_objective  # stays on the device: no sync
-        eta = self.step / math.sqrt(state.budget)
+        eta = BudgetStep(self.step, state.budget)(state.k + 1)
         grad_w = state.grad_w_sum / m + 2 * self.l2 * state.w
         grad_b = state.grad_b_sum / m
         zero = problem.scalar(0.0)

@@ -35,17 +35,17 @@ that and also never decreases: the same algorithm with a data-driven temperature
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, ClassVar, NamedTuple
 
-from calopt.algorithms import Algorithm, Batch, IterateAverage, Part, Problem
+from calopt.algorithms import Algorithm, Batch, IterateAverage, Part, Problem, Schedule, SqrtGrowth
 from calopt.backends import device, is_sparse, namespace
 
 Array = Any
 
 
 class MirrorState(NamedTuple):
-    t: int  #: updates done
     zeta: Array  #: ζ_t, the summed gradients (dual space), shape (M,)
     theta: Array  #: θ_t = λ·softmax(−ζ_t/β_t), used by the next update
     bound: Array  #: K, the largest |h_j(x)| seen so far (at least 1), 0-d
@@ -60,6 +60,7 @@ class MirrorDescent(Algorithm):
     name: ClassVar[str] = "mirror-descent"
     family: ClassVar[str] = "any"
     needs_reward: ClassVar[bool] = False
+    scheduled: ClassVar[bool] = True
 
     #: λ, the ℓ1 radius Σθ = λ (``--lambda`` of ``calopt aggregate``; ``lambda`` is a Python
     #: keyword). On a9a (max-abs scaled, logistic, 5 passes, adaptive temperature) the test F1
@@ -105,12 +106,11 @@ class MirrorDescent(Algorithm):
         zeta = problem.zeros(m)
         bound, squares = problem.scalar(1.0), problem.scalar(0.0)
         temperature = self._temperature(bound, squares, 0, problem)
-        return MirrorState(0, zeta, self._mirror(zeta, temperature, problem), bound, temperature, squares)
+        return MirrorState(zeta, self._mirror(zeta, temperature, problem), bound, temperature, squares)
 
-    def update(self, state: MirrorState, batch: Batch, problem: Problem) -> MirrorState:
+    def update(self, state: MirrorState, batch: Batch, problem: Problem, t: int) -> MirrorState:
         xp = problem.xp
         X, y, weight = batch
-        t = state.t + 1
         w, b = self._linear(state.theta)
         margins = y * (X @ w + b)
         coef = problem.loss.derivative(margins, xp=xp) * y
@@ -125,7 +125,7 @@ class MirrorDescent(Algorithm):
         bound = xp.maximum(state.bound, _max_abs(X, xp, state.bound))
         squares = state.squares + xp.max(xp.abs(grad)) ** 2
         temperature = self._temperature(bound, squares, t, problem)
-        return MirrorState(t, zeta, self._mirror(zeta, temperature, problem), bound, temperature, squares)
+        return MirrorState(zeta, self._mirror(zeta, temperature, problem), bound, temperature, squares)
 
     def iterate(self, state: MirrorState) -> tuple[Array]:
         return (state.theta,)
@@ -152,18 +152,23 @@ class MirrorDescent(Algorithm):
         e = xp.exp(logits - xp.max(logits))
         return self.radius * e / xp.sum(e)
 
+    @functools.cached_property
+    def schedule(self) -> Schedule:
+        """√(t+1) times β₀ (a fixed schedule), or times 1 (the Theorem's, scaled by L/√(ln M))."""
+        return SqrtGrowth(self.beta0 if self.beta0 is not None else 1.0)
+
     def _temperature(self, bound: Array, squares: Array, t: int, problem: Problem) -> Array:
         """β_t: β₀·√(t+1) for a given β₀; else adaptive, √(Σ‖u‖²_∞/ln M), or the Theorem's
         L·√(t+1)/√(ln M), L = K·max |φ'(±Kλ)| (module docstring)."""
         if self.beta0 is not None:
-            return problem.scalar(self.beta0 * math.sqrt(t + 1))
+            return problem.scalar(self.schedule(t))
         xp = problem.xp
         log_m = math.log(self.n_predictors(problem.n_features))
         if self.temperature == "adaptive":
             return xp.sqrt(squares / log_m)
         edges = xp.stack([-bound, bound]) * self.radius
         lipschitz = bound * problem.max_weight * xp.max(xp.abs(problem.loss.derivative(edges, xp=xp)))
-        return lipschitz * (math.sqrt(t + 1) / math.sqrt(log_m))
+        return lipschitz * (self.schedule(t) / math.sqrt(log_m))
 
     def _linear(self, theta: Array) -> tuple[Array, Array]:
         """The linear model (w, b) of a weight vector θ over the base predictors."""

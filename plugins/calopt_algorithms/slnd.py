@@ -40,7 +40,6 @@ _ROWS_PER_DIRECTION = 10
 
 
 class SlndState(NamedTuple):
-    t: int  #: updates done
     W: Array  #: (C, d+1): one row (w, b) per one-vs-rest class
 
 
@@ -289,7 +288,7 @@ class Slnd(Algorithm):
         return (IterateAverage(),) if self.average else ()
 
     def init(self, problem: Problem) -> SlndState:
-        return SlndState(0, problem.zeros(problem.n_classes, problem.n_features + 1))
+        return SlndState(problem.zeros(problem.n_classes, problem.n_features + 1))
 
     def update(self, state: SlndState, batch: Batch, problem: Problem) -> SlndState:
         """Eq. 11 for every class at once: W ← W − step·rate·Σ_b s·y·F'(y·wᵀx̃)·x*."""
@@ -303,7 +302,7 @@ class Slnd(Algorithm):
         if weight is not None:
             coef = coef * weight
         direction = xp.matmul(xp.expand_dims(coef, axis=1), X.x_star)[:, 0, :]  # (C, d+1)
-        return SlndState(state.t + 1, state.W - (self.step * X.rate) * direction)
+        return SlndState(state.W - (self.step * X.rate) * direction)
 
     def iterate(self, state: SlndState) -> tuple[Array]:
         return (state.W,)

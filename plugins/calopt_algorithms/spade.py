@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, ClassVar, NamedTuple
 
 from calopt.algorithms import (
     Algorithm,
     BallProjection,
     Batch,
+    InverseSqrt,
     IterateAverage,
     Part,
+    Power,
     Problem,
+    Schedule,
     Tunable,
     column,
     reward_terms,
-    step_size,
     weighted_reward_gradient,
 )
 from calopt.backends import is_numpy
@@ -25,7 +28,6 @@ Array = Any
 
 
 class SpadeState(NamedTuple):
-    t: int  #: updates done
     w: Array
     b: Array
     alpha: Array  #: dual variable of the positives (weight on TPR)
@@ -41,6 +43,7 @@ class Spade(Algorithm):
     tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (1.0, 10.0, 100.0)),
                                                Tunable("radius", (None, 1.0), trial=False))
     stackable: ClassVar[bool] = True
+    scheduled: ClassVar[bool] = True
 
     #: Primal step scale η₀ (η_t = η₀/√t); unset: chosen on held-out data.
     step: float | None = None
@@ -65,32 +68,40 @@ class Spade(Algorithm):
         return tuple(part for part in (BallProjection(self.radius) if self.radius is not None else None,
                                        IterateAverage() if self.average else None) if part is not None)
 
+    @functools.cached_property
+    def schedules(self) -> tuple[Schedule, Schedule, Schedule]:
+        """η_t = η₀/√t (steps 5-9), η'_t = η'₀/√t (steps 11-17) and the G-mean's reward offset
+        ε(t) = t^(−1/4) (Theorem 5)."""
+        return (InverseSqrt(self.step if self.step is not None else 1.0), InverseSqrt(self.dual_step),
+                Power(-0.25))
+
     def init(self, problem: Problem) -> SpadeState:
         alpha, beta = problem.measure.dual_start
-        return SpadeState(0, problem.coef_zeros(), problem.constant(0.0), problem.constant(alpha),
+        return SpadeState(problem.coef_zeros(), problem.constant(0.0), problem.constant(alpha),
                           problem.constant(beta))
 
-    def update(self, state: SpadeState, batch: Batch, problem: Problem) -> SpadeState:
+    def update(self, state: SpadeState, batch: Batch, problem: Problem, t: int) -> SpadeState:
         xp, p, measure = problem.xp, problem.positive_rate, problem.measure
         X, y, weight = batch
-        t, size = state.t + 1, y.shape[0]
+        step, dual_step, offset = self.schedules
+        size = y.shape[0]
         ones = y * y  # y ∈ {−1, +1}: y·y is a vector of ones
         reward, dr_ds = reward_terms(state.w, state.b, X, y, problem.loss, xp=xp, weight=weight)
         positive = column(y, dr_ds) > 0
         if not measure.lipschitz:  # G-mean: rewards offset by ε(t) = t^(-1/4) (Theorem 5)
-            reward = reward + (t**-0.25 if weight is None else t**-0.25 * weight)
+            reward = reward + (offset(t) if weight is None else offset(t) * weight)
         # Σ r and Σ y·r as dot products (xp.sum costs several times more on a small
         # batch); the class sums are Σ₊ r = (Σ r + Σ y·r)/2 and Σ₋ r = (Σ r − Σ y·r)/2.
         reward_sum, reward_signed = ones @ reward, y @ reward
         # Primal ascent (steps 5-9), the step η_t folded into the gradient's weights; the loop
         # projects onto W (BallProjection).
-        eta = step_size(self.step if self.step is not None else 1.0, t)
+        eta = step(t)
         grad_w, grad_b = weighted_reward_gradient(
             X, y, dr_ds, state.alpha, state.beta, p, xp=xp, positive=positive, scale=eta, ones=ones
         )
         # Dual descent on ℓᵈ = α·r⁺ + β·r⁻ − Ψ*(α, β) (steps 11-17; sign per Appendix B),
         # with r± the batch means of r⁺ and r⁻; a constant ∇Ψ* stays a Python number.
-        eta_dual = step_size(self.dual_step, t)
+        eta_dual = dual_step(t)
         grad_alpha, grad_beta = measure.constant_conjugate_grad or measure.conjugate_grad(
             state.alpha, state.beta, xp=xp
         )
@@ -105,7 +116,7 @@ class Spade(Algorithm):
         )
         if host:
             alpha, beta = problem.scalar(alpha), problem.scalar(beta)
-        return SpadeState(t, state.w + grad_w, state.b + grad_b, alpha, beta)
+        return SpadeState(state.w + grad_w, state.b + grad_b, alpha, beta)
 
     def describe_state(self, state: SpadeState) -> dict[str, Array]:
         return {"alpha": state.alpha, "beta": state.beta}
