@@ -102,7 +102,8 @@ def compare(X: Any, y: Any, X_test: Any, y_test: Any, *, measure: Any = "f1", al
     ``algorithms`` lists calopt's algorithm specs to run (default: the measure's own solver
     and the plug-in route, ``lbfgs``); ``epochs`` is the passes of calopt's algorithms
     (None: chosen on held-out rows, as :func:`calopt.fit` does) and of SGD (10 when None);
-    ``positive`` the positive label (default: calopt's, the larger one); ``constraints``
+    ``positive`` the positive label (default: calopt's, :func:`~calopt.io.labels.binary_classes`: 1 of
+    {0, 1} or {-1, 1}, True, else the smaller class); ``constraints``
     rate constraints (see the module docstring).
     """
     parsed = parse_constraints(constraints)

@@ -206,7 +206,7 @@ def test_score_table(tmp_path):
 def test_score_string_labels_and_a_subset_of_predictions(tmp_path):
     labels = write_labels(tmp_path / "y.txt", ["yes", "no", "yes", "no"])
     predictions = write_labels(tmp_path / "p.txt", ["yes"] * 4)
-    result = invoke("score", str(labels), str(predictions), "-m", "fbeta", "--json")
+    result = invoke("score", str(labels), str(predictions), "-m", "fbeta", "--positive", "yes", "--json")
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert (out["tp"], out["fp"], out["tn"], out["fn"]) == (2, 2, 0, 0)

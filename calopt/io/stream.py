@@ -47,6 +47,7 @@ from calopt.io.files import (
     read_libsvm_block,
     text_blocks,
 )
+from calopt.io.labels import label_values
 
 __all__ = [
     "BUFFER_ROWS",
@@ -402,7 +403,11 @@ class _ParquetSource(ChunkSource):
                 X = np.column_stack([batch.column(name).to_numpy(zero_copy_only=False) for name in self.features])
             except (self.errors, ValueError, TypeError) as exc:
                 raise DataError(f"{self.source}: row group {index}: {one_line(exc, 80)}") from None
-            labels = batch.column(self.label).to_numpy(zero_copy_only=False)
+            column = batch.column(self.label)
+            if column.null_count:  # to_numpy would make them None (a class "None") or NaN
+                row = first + int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0]) + 1
+                raise DataError(f"{self.source}: row {row}: the label (column {one_line(self.label, 40)!r}) is missing")
+            labels = column.to_numpy(zero_copy_only=False)
             if labels.dtype.kind == "O":
                 labels = labels.astype(str)
             yield replace(_checked_features(X, labels, self.source, first), unit=index)
@@ -439,6 +444,8 @@ class _Chunks(ChunkSource):
         X, labels = item
         X = X.tocsr() if sp.issparse(X) else to_numpy(X)
         labels = np.asarray(to_numpy(labels))
+        if labels.dtype.kind == "O" and labels.ndim == 1 and labels.size:  # a pandas column of text, say
+            labels = label_values(labels, source=f"the chunk at row {start}")
         if getattr(X, "ndim", 0) != 2 or labels.ndim != 1 or X.shape[0] != labels.shape[0]:
             raise DataError(f"chunk at row {start}: X of shape {np.shape(X)} and y of shape {labels.shape} "
                             f"(need 2-D X and 1-D y of as many rows)")

@@ -39,7 +39,8 @@ from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
 from calopt.backends import device, namespace
 from calopt.errors import DataError, ModelFileError, ParameterError, TrainingError, TrainingInterrupted
-from calopt.io.labels import encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text
+from calopt.io.labels import (encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text,
+                              label_values)
 from calopt.constraints import ConstrainedMeasure, RateConstraint, RateObjective, constrain, parse_constraint
 from calopt.constraints import held_out_unmet_message, parse_constraints, unmet_message
 from calopt.measures import Measure, confusion_counts
@@ -541,7 +542,7 @@ def fit(
                                interrupt=interrupt)
     if y is None:
         raise ParameterError("y (the labels) is needed; only a Dask run (cluster=) reads them from files")
-    labels = to_numpy(y)
+    labels = label_values(to_numpy(y), source="training labels")
     parsed = parse_constraints(constraints)
     if np.unique(labels).size > 2:
         if parsed:
@@ -764,7 +765,7 @@ def fit_multiclass(
     :func:`fit`; one class at a time, the checkpoint also holds the classes already
     finished.
     """
-    labels = to_numpy(y)
+    labels = label_values(to_numpy(y), source="training labels")
     codes, classes = encode_multiclass(labels, source="training labels")
     if classes.size < 2:
         raise DataError(f"only one class ({label_text(classes[0])}); need two or more", source="training labels")

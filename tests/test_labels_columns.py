@@ -1,0 +1,181 @@
+"""Issue 23, items 1-3: the positive class, labels of any dtype, CSV columns by name.
+
+The positive class of labels other than {0, 1}, {-1, 1} and {False, True} is the smaller
+class; labels of any pandas or NumPy dtype train, a missing one (in a Python column or a
+Parquet file) is a one-line error naming its row. Values are checked against
+scikit-learn's metrics and plain NumPy computed here, never against calopt's own output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.metrics import recall_score
+from typer.testing import CliRunner
+
+import calopt
+from calopt.errors import DataError, ModelFileError
+from calopt.io.labels import encode_binary
+from calopt.models.archive import load_archive, save_archive
+from calopt.models.linear import LinearModel, load_model
+from calopt_cli.app import app
+
+pd = pytest.importorskip("pandas")
+
+runner = CliRunner()
+FEATURES = ["amount", "age", "score"]
+#: What every quick CLI training run here adds (the model's quality is not the point).
+QUICK = ("--select", "none", "--epochs", "3", "--no-progress")
+
+
+def invoke(*args: str):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def assert_one_line_error(result, *fragments: str) -> str:
+    """Exit code 2 and one ``calopt: error:`` line holding ``fragments``, no traceback."""
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("calopt: error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def fraud_frame(n: int = 400, seed: int = 0) -> pd.DataFrame:
+    """Three features and a label column ``kind``: 'fraud' (about 12%, the rare class) or 'ok'."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    rare = X[:, 0] + 0.5 * X[:, 1] + 0.5 * rng.normal(size=n) > 1.4
+    frame = pd.DataFrame(X, columns=FEATURES)
+    frame["kind"] = np.where(rare, "fraud", "ok")
+    return frame
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    """train.csv and test.csv (label column last), and the test rows with their columns reordered."""
+    frame = fraud_frame()
+    train, test = frame.iloc[:300], frame.iloc[300:]
+    paths = {name: tmp_path / f"{name}.csv" for name in ("train", "test", "reordered", "unlabelled")}
+    train.to_csv(paths["train"], index=False)
+    test.to_csv(paths["test"], index=False)
+    test[["score", "kind", "amount", "age"]].to_csv(paths["reordered"], index=False)
+    test[["age", "score", "amount"]].to_csv(paths["unlabelled"], index=False)
+    return paths
+
+
+def trained(files: dict[str, Path], *options: str) -> Path:
+    model = files["train"].with_name("model.npz")
+    result = invoke("train", files["train"], "-o", model, *QUICK, *options)
+    assert result.exit_code == 0, result.output
+    return model
+
+
+def predictions(model: Path, data: Path) -> list[str]:
+    result = invoke("predict", model, data)
+    assert result.exit_code == 0, result.output
+    return result.stdout.split()
+
+
+# -------------------- the positive class
+
+
+@pytest.mark.parametrize(("labels", "positive"), [
+    (["ok"] * 9 + ["fraud"], "fraud"),
+    (["a"] + ["b"] * 4, "a"),
+    ([4.0, 4.0, 2.0, 4.0], 2.0),  # numbers other than {0, 1} and {-1, 1}: the smaller class too
+    ([1, 1, 1, 0], 1),  # {0, 1}: 1, even when it is the larger class
+    ([-1.0, 1.0, 1.0], 1.0),
+    ([True, True, False], True),
+    (np.array(["0", "1", "1"]), "1"),  # the same as text
+])
+def test_default_positive_class(labels, positive):
+    y, (negative, chosen) = encode_binary(labels)
+    assert chosen == positive and type(chosen) is type(positive)
+    np.testing.assert_array_equal(y, np.where(np.asarray(labels) == positive, 1.0, -1.0))
+    assert negative != positive
+
+
+# -------------------- labels of any dtype
+
+
+LABEL_DTYPES = ["object", "string[python]", "string[pyarrow]", "category", "str", "numpy-unicode"]
+
+
+def as_labels(values, dtype: str):
+    return np.asarray(values, dtype=str) if dtype == "numpy-unicode" else pd.Series(values, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", LABEL_DTYPES)
+def test_text_labels_of_any_dtype_train_the_same_model(dtype):
+    frame = fraud_frame(200)
+    X = frame[FEATURES].to_numpy()
+    reference = calopt.fit(X, list(frame["kind"]), select="none", epochs=2)
+    model = calopt.fit(X, as_labels(frame["kind"], dtype), select="none", epochs=2)
+    assert model.classes == ("ok", "fraud") and all(type(c) is str for c in model.classes)
+    np.testing.assert_array_equal(model.coef, reference.coef)
+    np.testing.assert_array_equal(model.predict(X), reference.predict(X))
+
+
+@pytest.mark.parametrize(("values", "dtype", "classes"), [
+    ([True, False, False, False], "bool", (False, True)),
+    ([3, 7, 7, 7], "int64", (7, 3)),
+    ([3.5, 7.0, 7.0, 7.0], "float64", (7.0, 3.5)),
+    ([3, 7, 7, 7], "Int64", (7, 3)),
+    ([True, False, False, False], "boolean", (False, True)),
+    ([3, 7, 7, 7], "category", (7, 3)),
+])
+def test_other_label_dtypes(values, dtype, classes):
+    _, found = encode_binary(pd.Series(values * 10, dtype=dtype))
+    assert found == classes
+
+
+@pytest.mark.parametrize("dtype", [*LABEL_DTYPES, "Int64", "float64", "boolean", "category-int"])
+def test_a_missing_label_is_an_error_naming_its_row(dtype):
+    frame = fraud_frame(40)
+    if dtype in ("Int64", "float64", "category-int"):
+        values = [1.0 if kind == "fraud" else 0.0 for kind in frame["kind"]]
+    elif dtype == "boolean":
+        values = list(frame["kind"] == "fraud")
+    else:
+        values = list(frame["kind"])
+    values[6] = None
+    labels = (pd.Series(values, dtype="category") if dtype == "category-int" else
+              np.array(values, dtype=object) if dtype == "numpy-unicode" else pd.Series(values, dtype=dtype))
+    with pytest.raises(DataError, match=r"^training labels: row 7: the label is missing"):
+        calopt.fit(frame[FEATURES].to_numpy(), labels, select="none", epochs=2)
+
+
+@pytest.mark.parametrize("missing", [None, float("nan"), "NA", "NaT"])
+def test_each_kind_of_missing_value_is_found(missing):
+    value = {"NA": pd.NA, "NaT": pd.NaT}.get(missing, missing) if isinstance(missing, str) else missing
+    labels = pd.Series(["a", "b", "b", value, "b"], dtype=object)
+    with pytest.raises(DataError, match="row 4: the label is missing"):
+        encode_binary(labels)
+
+
+def test_text_mixed_with_numbers_is_an_error():
+    with pytest.raises(DataError, match="row 2"):
+        encode_binary(pd.Series([1, "fraud", 1, 1], dtype=object))
+
+
+@pytest.mark.parametrize("kind", ["text", "numbers"])
+def test_null_labels_in_a_parquet_file_are_an_error(tmp_path, kind):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    labels = ["ok" if i % 5 else "fraud" for i in range(50)] if kind == "text" else [float(i % 5 == 0)
+                                                                                         for i in range(50)]
+    labels[12] = None
+    path = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"a": np.arange(50.0), "b": np.ones(50), "class": pa.array(labels)}), path,
+                   row_group_size=10)
+    assert_one_line_error(invoke("train", path, "--stream", "--no-progress"), "nulls.parquet", "row 13",
+                          "'class'", "missing")
+    converted = tmp_path / "converted"
+    assert_one_line_error(invoke("convert", path, converted), "nulls.parquet", "row 13", "'class'")
+    assert not converted.exists()
