@@ -41,7 +41,7 @@ from calopt import registry
 from calopt.constraints import ConstrainedMeasure, RateConstraint, constrain, parse_constraints
 from calopt.errors import DataError
 from calopt.measures import confusion_counts
-from calopt.io.labels import encode_binary, json_label
+from calopt.io.labels import encode_binary, label_text
 from calopt.sklearn import make_scorer, measure_score
 from calopt.training.pipeline import DEFAULT_EPOCHS, fit
 
@@ -90,7 +90,7 @@ class Comparison:
     runs: list[MethodRun]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"measure": self.measure, "positive": json_label(self.positive), "n_train": self.n_train,
+        return {"measure": self.measure, "positive": label_text(self.positive), "n_train": self.n_train,
                 "n_test": self.n_test, "test_positive_rate": self.test_positive_rate,
                 "methods": [dataclasses.asdict(run) for run in self.runs]}
 

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import calopt
@@ -59,7 +60,7 @@ from calopt_cli.progress import epoch_progress
 from calopt_cli.stream import StreamOpt, streams, train_stream
 
 __all__ = ["CsvOptions", "DataArg", "DelimiterOpt", "HeaderOpt", "LabelColumnOpt", "evaluate", "load_dataset",
-           "model_reading", "predict", "reading", "train"]
+           "model_reading", "positive_text", "predict", "reading", "train"]
 
 DataArg = Annotated[
     Optional[str],
@@ -226,6 +227,11 @@ def _remove_finished_checkpoint(checkpoint: Output | None) -> None:
     before (the --resume file, a path the user named) is left alone."""
     if checkpoint is not None and not checkpoint.existed and not checkpoint.special:
         checkpoint.path.unlink(missing_ok=True)
+
+
+def positive_text(model: Any) -> str | None:
+    """A binary model's positive class as the user wrote it (``fraud``, ``1``); None for one-vs-rest."""
+    return None if model.positive is None else label_text(model.positive)
 
 
 def _summary_table(title: str, rows: list[tuple[str, dict[str, Any]]], measure: str) -> Table:
@@ -439,6 +445,7 @@ def train(
         echo_json({
             "task": "multiclass" if "per_class" in summaries[0][1] else "binary",
             "classes": [label_text(c) for c in model.classes],
+            "positive": positive_text(model),
             **run_fields(model),
             **({"rank": model.options["rank"]} if model.options.get("rank") else {}),
             "train": summaries[0][1],
@@ -460,7 +467,9 @@ def train(
     cluster = model.options.get("cluster")
     passes = epochs_text(model.options["epochs"]) if not cluster else \
         f"{epochs_text(model.options['epochs'], 'round')} on {cluster['workers']} Dask workers ({cluster['mode']})"
-    table.caption = f"{model.options['backend']}, {passes}{rank}, fit in {model.fit_seconds:.2f} s"
+    positive_class = f", positive class {positive_text(model)}" if model.positive is not None else ""
+    table.caption = escape(f"{model.options['backend']}, {passes}{rank}{positive_class}, "
+                           f"fit in {model.fit_seconds:.2f} s")
     console.print(table)
     chosen = selection_text(model.options.get("selection"), model.measure)
     if chosen:
@@ -503,10 +512,11 @@ def evaluate(
     except DataError as exc:
         raise exc.renamed({"labels": f"{dataset.source} labels"}) from None
     if as_json:
-        echo_json({"model": str(model_path), "data": dataset.source, **report})
+        echo_json({"model": str(model_path), "data": dataset.source, "positive": positive_text(model), **report})
         return
     console = Console()
-    title = f"{model_path} on {dataset.source} ({report['n_samples']} rows)"
+    positive_class = f", positive class {positive_text(model)}" if model.positive is not None else ""
+    title = f"{model_path} on {dataset.source} ({report['n_samples']} rows{positive_class})"
     accuracy = [f"{_HEADERS[key]} {report[key]:.4f}" for key in ("top1", "top5") if key in report]
     if accuracy:  # a line of its own: a long title would wrap inside the narrow table
         console.print(f"{title}: {', '.join(accuracy)}", highlight=False, markup=False)

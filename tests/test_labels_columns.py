@@ -1,8 +1,8 @@
 """Issue 23, items 1-3: the positive class, labels of any dtype, CSV columns by name.
 
 The positive class of labels other than {0, 1}, {-1, 1} and {False, True} is the smaller
-class; labels of any pandas or NumPy dtype train, a missing one (in a Python column or a
-Parquet file) is a one-line error naming its row. Values are checked against
+class, and every output names it; labels of any pandas or NumPy dtype train, a missing one
+(in a Python column or a Parquet file) is a one-line error naming its row. Values are checked against
 scikit-learn's metrics and plain NumPy computed here, never against calopt's own output.
 """
 
@@ -85,6 +85,20 @@ def predictions(model: Path, data: Path) -> list[str]:
 # -------------------- the positive class
 
 
+def test_the_rare_class_is_positive_and_its_recall_is_reported(files):
+    """The issue's reproduction: recall of 'fraud' (the rare class), not of 'ok', and the JSON says which."""
+    model = files["train"].with_name("model.npz")
+    result = invoke("train", files["train"], "--test", files["test"], "-o", model, "--measure", "recall",
+                    "--constraint", "precision>=0.5", "--json", *QUICK)
+    assert result.exit_code in (0, 3), result.output
+    report = json.loads(result.stdout)
+    assert report["positive"] == "fraud"
+    truth = pd.read_csv(files["test"])["kind"]
+    expected = recall_score(truth, predictions(model, files["test"]), pos_label="fraud")
+    assert report["test"]["tpr"] == pytest.approx(expected)
+    assert np.mean(truth == "fraud") < 0.2  # the rare class indeed
+
+
 @pytest.mark.parametrize(("labels", "positive"), [
     (["ok"] * 9 + ["fraud"], "fraud"),
     (["a"] + ["b"] * 4, "a"),
@@ -99,6 +113,57 @@ def test_default_positive_class(labels, positive):
     assert chosen == positive and type(chosen) is type(positive)
     np.testing.assert_array_equal(y, np.where(np.asarray(labels) == positive, 1.0, -1.0))
     assert negative != positive
+
+
+def test_classes_of_equal_size_ask_for_the_positive_class(files, tmp_path):
+    frame = fraud_frame()
+    frame["kind"] = np.where(np.arange(len(frame)) % 2 == 0, "left", "right")
+    path = tmp_path / "even.csv"
+    frame.to_csv(path, index=False)
+    assert_one_line_error(invoke("train", path, *QUICK), "even.csv", "200 rows each", "--positive")
+    with pytest.raises(DataError, match="positive="):
+        calopt.fit(frame[FEATURES].to_numpy(), frame["kind"].to_numpy(), select="none", epochs=2)
+    result = invoke("train", path, "--positive", "left", "--json", *QUICK)
+    assert result.exit_code == 0 and json.loads(result.stdout)["positive"] == "left"
+
+
+def test_a_stream_chooses_the_same_positive_class(files):
+    frame = fraud_frame()
+    chunks = [(frame[FEATURES].to_numpy()[start:start + 100], frame["kind"].to_numpy()[start:start + 100])
+              for start in range(0, len(frame), 100)]
+    from calopt.training.stream import fit_stream
+
+    assert fit_stream(chunks, epochs=1).positive == "fraud"
+    result = invoke("train", files["train"], "--stream", "--epochs", "1", "--json", "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["positive"] == "fraud"
+
+
+def test_every_output_names_the_positive_class(files):
+    model_path = trained(files)
+    assert load_archive(model_path, format=LinearModel.FORMAT, version=1)[1]["positive"] == "fraud"
+    table = invoke("train", files["train"], *QUICK)
+    assert "positive class fraud" in " ".join(table.stdout.split())
+    evaluated = invoke("evaluate", model_path, files["test"], "--json")
+    assert evaluated.exit_code == 0, evaluated.output
+    assert json.loads(evaluated.stdout)["positive"] == "fraud"
+    assert "positive class fraud" in " ".join(invoke("evaluate", model_path, files["test"]).stdout.split())
+    compared = invoke("compare", files["train"], "--test", files["test"], "--algorithm", "lbfgs", "--epochs", "2",
+                      "--json")
+    assert compared.exit_code == 0, compared.output
+    assert json.loads(compared.stdout)["positive"] == "fraud"
+
+
+def test_a_model_file_without_the_positive_key_still_loads(files, tmp_path):
+    """Files of before issue 23 have classes (negative, positive) and no ``positive``; a forged one is refused."""
+    arrays, metadata = load_archive(trained(files), format=LinearModel.FORMAT, version=1)
+    old = tmp_path / "old.npz"
+    save_archive(old, arrays, {key: value for key, value in metadata.items() if key != "positive"})
+    assert load_model(old).positive == "fraud"
+    forged = tmp_path / "forged.npz"
+    save_archive(forged, arrays, {**metadata, "positive": "ok"})
+    with pytest.raises(ModelFileError, match="positive"):
+        load_model(forged)
 
 
 # -------------------- labels of any dtype

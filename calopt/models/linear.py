@@ -85,6 +85,11 @@ class Model:
     def n_features(self) -> int:
         return int(self.coef.shape[0])
 
+    @property
+    def positive(self) -> Any:
+        """The positive class (a binary model's ``classes[1]``); None for one-vs-rest."""
+        return None
+
     def decision_function(self, X: Any) -> Any:
         """Scores ``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse)."""
         return linear_scores(X, self.coef, self.intercept)
@@ -276,10 +281,16 @@ class LinearModel(Model):
         return to_sklearn(self.coef, self.intercept, self.classes)
 
     # -- files --------------------------------------------------------------------
+    @property
+    def positive(self) -> Any:
+        """The positive class: the one TPR, recall and precision are about (``classes[1]``)."""
+        return self.classes[1]
+
     def _metadata(self) -> dict[str, Any]:
         metadata = super()._metadata()
-        return {**dict(list(metadata.items())[:3]), "intercept": float(self.intercept),
-                "threshold": float(self.threshold), **dict(list(metadata.items())[3:])}
+        return {**dict(list(metadata.items())[:4]), "positive": json_label(self.positive),
+                "intercept": float(self.intercept), "threshold": float(self.threshold),
+                **dict(list(metadata.items())[4:])}
 
     @classmethod
     def _from_file(cls, arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> LinearModel:
@@ -289,6 +300,10 @@ class LinearModel(Model):
         _check(len(common["classes"]) == 2, f"a binary model has 2 classes, not {len(common['classes'])}")
         for key in ("intercept", "threshold"):
             _check(_is_number(metadata.get(key)), f"{key} must be a finite number, not {_shown(metadata.get(key))}")
+        positive = metadata.get("positive", common["classes"][1])  # files of before issue 23: classes[1]
+        _check(type(positive) is type(common["classes"][1]) and positive == common["classes"][1],
+               f"positive must be the second of the classes {_shown(list(common['classes']))}, "
+               f"not {_shown(positive)}")
         return cls(**common, intercept=float(metadata["intercept"]), threshold=float(metadata["threshold"]))
 
 
