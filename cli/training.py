@@ -71,9 +71,10 @@ DataArg = Annotated[
     ),
 ]
 LabelColumnOpt = Annotated[
-    str,
-    typer.Option("--label-column", metavar="COLUMN",
-                 help="CSV only: the label column, by index (-1: last) or header name."),
+    Optional[str],
+    typer.Option("--label-column", metavar="COLUMN", show_default=False,
+                 help="CSV only: the label column, by index (-1: last) or header name. Default: the last column; "
+                 "a file read for a model trained on a CSV with a header: the model's label column, by name."),
 ]
 DelimiterOpt = Annotated[
     Optional[str],
@@ -96,15 +97,21 @@ _HEADERS = {"value": "value", "tpr": "TPR", "tnr": "TNR", "top1": "top-1", "top5
 class CsvOptions:
     """How to read a CSV file: ``--label-column``, ``--delimiter``, ``--header/--no-header``."""
 
-    label_column: str = "-1"
+    label_column: str | None = None  #: None: the last column, or the model's label column by name
     delimiter: str | None = None
     header: bool | None = None
 
 
 def reading(dataset: Dataset) -> dict[str, Any]:
     """How a training file was read, kept in the model as ``options["data"]`` so that every
-    later file (``--test``, evaluate, predict, aggregate) is read the same way."""
-    return {"format": dataset.format, "zero_based": dataset.zero_based, "n_features": dataset.n_features}
+    later file (``--test``, evaluate, predict, aggregate) is read the same way: with the
+    training CSV's header, its features' and label column's names (later CSV files are
+    matched by name); ``feature_names`` None: by position."""
+    read = {"format": dataset.format, "zero_based": dataset.zero_based, "n_features": dataset.n_features}
+    if dataset.format == "csv":  # None: no header, the columns are known by position
+        names = list(dataset.feature_names) if dataset.feature_names is not None else None
+        read |= {"feature_names": names, "label_column": dataset.label_name if names is not None else None}
+    return read
 
 
 def model_reading(model: Any) -> dict[str, Any]:
@@ -120,17 +127,21 @@ def load_dataset(source: str, csv: CsvOptions, *, split: str = "train", like: di
     (a LIBSVM file is read with the training file's base, never guessed again, so a test
     file that happens not to use index 0 is not shifted by a column) and the one width
     rule (:func:`calopt.io.files.align_features`: only a narrower LIBSVM file is padded;
-    ``of`` names whose width it is). ``labelled=False`` (predict) accepts a CSV of
-    features alone.
+    ``of`` names whose width it is). When the training CSV named its columns, a CSV is
+    matched by name (:func:`calopt.io.files.read_data`'s ``columns``). ``labelled=False``
+    (predict) accepts a CSV of features alone.
     """
     like = like or {}
     if source != STDIN and not Path(source).exists() and source in datasets.names():
         dataset = datasets.load(source, split)
         return dataset if like.get("n_features") is None else align_features(dataset, like["n_features"], of=of)
     zero_based = like.get("zero_based")
-    return read_data(source, label_column=csv.label_column, delimiter=csv.delimiter, header=csv.header,
+    named = like.get("feature_names") is not None
+    return read_data(source, label_column="-1" if csv.label_column is None else csv.label_column,
+                     delimiter=csv.delimiter, header=csv.header,
                      zero_based="auto" if zero_based is None else zero_based,
-                     n_features=like.get("n_features"), n_features_of=of, labelled=labelled)
+                     n_features=like.get("n_features"), n_features_of=of, labelled=labelled,
+                     columns={key: like.get(key) for key in ("feature_names", "label_column")} if named else None)
 
 
 def _default_checkpoint(model_out: Output | None) -> Path:
@@ -495,7 +506,7 @@ def evaluate(
         typer.Option("--measure", "-m", metavar="SPEC",
                      help="Measure spec; repeat for several (default: the model's)."),
     ] = None,
-    label_column: LabelColumnOpt = "-1",
+    label_column: LabelColumnOpt = None,
     delimiter: DelimiterOpt = None,
     header: HeaderOpt = None,
     as_json: JsonOpt = False,
@@ -543,7 +554,7 @@ def predict(
     ] = None,
     scores: Annotated[bool, typer.Option("--scores", help="Write decision scores, not labels (one-vs-rest: "
                                           "each class's score, separated by spaces).")] = False,
-    label_column: LabelColumnOpt = "-1",
+    label_column: LabelColumnOpt = None,
     delimiter: DelimiterOpt = None,
     header: HeaderOpt = None,
     as_json: JsonOpt = False,

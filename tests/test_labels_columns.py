@@ -2,7 +2,8 @@
 
 The positive class of labels other than {0, 1}, {-1, 1} and {False, True} is the smaller
 class, and every output names it; labels of any pandas or NumPy dtype train, a missing one
-(in a Python column or a Parquet file) is a one-line error naming its row. Values are checked against
+(in a Python column or a Parquet file) is a one-line error naming its row; a model trained
+on a CSV with a header reads later CSV files by column name. Values are checked against
 scikit-learn's metrics and plain NumPy computed here, never against calopt's own output.
 """
 
@@ -244,3 +245,89 @@ def test_null_labels_in_a_parquet_file_are_an_error(tmp_path, kind):
     converted = tmp_path / "converted"
     assert_one_line_error(invoke("convert", path, converted), "nulls.parquet", "row 13", "'class'")
     assert not converted.exists()
+
+
+# -------------------- columns by name
+
+
+def by_hand(model_path: Path, frame: pd.DataFrame) -> list[str]:
+    """The model's predictions on ``frame`` computed here: its coefficients in the model's feature order."""
+    model = load_model(model_path)
+    scores = frame[model.feature_names].to_numpy() @ model.coef + model.intercept
+    return [model.classes[1] if s > 0 else model.classes[0] for s in scores]
+
+
+def test_reordered_columns_give_the_same_predictions(files):
+    """The issue's reproduction: predict on the test file with its columns reordered."""
+    model = trained(files)
+    assert load_model(model).feature_names == FEATURES
+    expected = by_hand(model, pd.read_csv(files["test"]))
+    assert predictions(model, files["test"]) == expected
+    assert predictions(model, files["reordered"]) == expected
+    assert predictions(model, files["unlabelled"]) == expected
+
+
+def test_evaluate_finds_the_label_column_by_name(files):
+    model = trained(files)
+    result = invoke("evaluate", model, files["reordered"], "--measure", "recall", "--json")
+    assert result.exit_code == 0, result.output
+    truth = pd.read_csv(files["test"])["kind"]
+    expected = recall_score(truth, by_hand(model, pd.read_csv(files["test"])), pos_label="fraud")
+    assert json.loads(result.stdout)["measures"][0]["value"] == pytest.approx(expected)
+
+
+def test_train_reads_its_test_file_by_name(files):
+    plain = invoke("train", files["train"], "--test", files["test"], "--json", *QUICK)
+    reordered = invoke("train", files["train"], "--test", files["reordered"], "--json", *QUICK)
+    assert plain.exit_code == reordered.exit_code == 0, reordered.output
+    assert json.loads(plain.stdout)["test"] == json.loads(reordered.stdout)["test"]
+
+
+def test_a_missing_or_unknown_column_is_an_error_naming_it(files, tmp_path):
+    model = trained(files)
+    test = pd.read_csv(files["test"])
+    missing, extra = tmp_path / "missing.csv", tmp_path / "extra.csv"
+    test.drop(columns="age").to_csv(missing, index=False)
+    test.assign(height=1.0).to_csv(extra, index=False)
+    for command in ("predict", "evaluate"):
+        assert_one_line_error(invoke(command, model, missing), "missing.csv", "'age'")
+        assert_one_line_error(invoke(command, model, extra), "extra.csv", "'height'")
+
+
+def test_a_file_without_its_header_needs_no_header_to_be_read_by_position(files, tmp_path):
+    model = trained(files)
+    bare = tmp_path / "bare.csv"
+    pd.read_csv(files["test"]).to_csv(bare, index=False, header=False)
+    assert_one_line_error(invoke("predict", model, bare), "bare.csv", "--no-header")
+    result = invoke("predict", model, bare, "--no-header")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split() == by_hand(model, pd.read_csv(files["test"]))
+
+
+def test_a_model_trained_without_a_header_reads_by_position(files, tmp_path):
+    bare_train, bare_test = tmp_path / "bare_train.csv", tmp_path / "bare_test.csv"
+    pd.read_csv(files["train"]).to_csv(bare_train, index=False, header=False)
+    pd.read_csv(files["test"]).to_csv(bare_test, index=False, header=False)
+    model = tmp_path / "bare.npz"
+    assert invoke("train", bare_train, "-o", model, *QUICK).exit_code == 0
+    loaded = load_model(model)
+    assert loaded.feature_names is None and loaded.options["data"]["feature_names"] is None
+    scores = pd.read_csv(files["test"])[FEATURES].to_numpy() @ loaded.coef + loaded.intercept
+    assert predictions(model, bare_test) == [loaded.classes[int(s > 0)] for s in scores]
+
+
+def test_fit_on_a_data_frame_records_its_column_names(files):
+    frame = fraud_frame(200)
+    model = calopt.fit(frame[FEATURES], frame["kind"], select="none", epochs=2)
+    assert model.feature_names == FEATURES
+    assert calopt.fit(frame[FEATURES].to_numpy(), frame["kind"], select="none", epochs=2).feature_names is None
+
+
+def test_a_model_file_with_bad_feature_names_is_refused(files, tmp_path):
+    arrays, metadata = load_archive(trained(files), format=LinearModel.FORMAT, version=1)
+    for names in (["amount", "age"], ["amount", "age", "age"], ["amount", "age", 3]):
+        forged = tmp_path / "forged.npz"
+        data = {**metadata["options"]["data"], "feature_names": names}
+        save_archive(forged, arrays, {**metadata, "options": {**metadata["options"], "data": data}})
+        with pytest.raises(ModelFileError, match="feature_names"):
+            load_model(forged)

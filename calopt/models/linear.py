@@ -94,6 +94,12 @@ class Model:
         """Scores ``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse)."""
         return linear_scores(X, self.coef, self.intercept)
 
+    @property
+    def feature_names(self) -> list[str] | None:
+        """The features' names, in the order of ``coef``, when the training data named them
+        (a CSV header, a DataFrame's columns); None: the features are matched by position."""
+        return self.options.get("data", {}).get("feature_names")
+
     def score(self, X: Any, y: Any, measure: Any = None) -> float:
         """The measure (default: the one trained for) on (X, y); the macro average one-vs-rest."""
         raise NotImplementedError
@@ -178,6 +184,12 @@ class Model:
         _check(isinstance(data, dict) and (data.get("zero_based") is None or type(data["zero_based"]) is bool)
                and isinstance(data.get("format", ""), str),
                f"options.data must say how the training data were read, not {_shown(data)}")
+        names, label = data.get("feature_names"), data.get("label_column")
+        _check(names is None or (isinstance(names, list) and len(names) == coef.shape[0] and
+                                 all(isinstance(n, str) for n in names) and len(set(names)) == len(names)),
+               f"options.data.feature_names must be {coef.shape[0]} distinct names, not {_shown(names)}")
+        _check(label is None or isinstance(label, str),
+               f"options.data.label_column must be a name, not {_shown(label)}")
         history = metadata["history"]
         _check(isinstance(history, list) and all(isinstance(row, dict) for row in history),
                f"history must be a list of objects, not {_shown(history)}")
