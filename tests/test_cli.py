@@ -176,7 +176,7 @@ def test_score_agrees_with_sklearn(label_files, spec):
     assert out["tpr"] == pytest.approx(recall_score(y_true, y_pred, pos_label=positive))
     assert out["tnr"] == pytest.approx(recall_score(y_true, y_pred, pos_label=negative))
     assert out["measure"] == calopt.get_measure(spec).spec
-    assert set(out) == {"measure", "value", "tpr", "tnr", "tp", "fp", "tn", "fn"}
+    assert set(out) == {"measure", "positive", "value", "tpr", "tnr", "tp", "fp", "tn", "fn"}
     counts = (out["tp"], out["fp"], out["tn"], out["fn"])
     assert sum(counts) == len(y_true)
     assert out["tp"] == int(np.sum((y_true == positive) & (y_pred == positive)))

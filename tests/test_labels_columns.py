@@ -140,6 +140,27 @@ def test_a_stream_chooses_the_same_positive_class(files):
     assert json.loads(result.stdout)["positive"] == "fraud"
 
 
+def test_a_dask_run_chooses_the_same_positive_class():
+    distributed = pytest.importorskip("distributed")
+    frame = fraud_frame(300)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) \
+            as cluster, distributed.Client(cluster) as client:
+        model = calopt.fit(frame[FEATURES].to_numpy(), frame["kind"], cluster=client, epochs=2)
+    assert model.positive == "fraud"
+
+
+def test_score_names_the_positive_class(tmp_path):
+    truth = ["ok", "ok", "fraud", "ok", "fraud", "ok", "ok"]
+    said = ["ok", "fraud", "fraud", "ok", "ok", "ok", "ok"]
+    (tmp_path / "y.txt").write_text("\n".join(truth) + "\n")
+    (tmp_path / "p.txt").write_text("\n".join(said) + "\n")
+    result = invoke("score", tmp_path / "y.txt", tmp_path / "p.txt", "-m", "recall", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["positive"] == "fraud"
+    assert report["value"] == pytest.approx(recall_score(truth, said, pos_label="fraud"))
+
+
 def test_every_output_names_the_positive_class(files):
     model_path = trained(files)
     assert load_archive(model_path, format=LinearModel.FORMAT, version=1)[1]["positive"] == "fraud"
