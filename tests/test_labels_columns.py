@@ -352,3 +352,21 @@ def test_a_model_file_with_bad_feature_names_is_refused(files, tmp_path):
         save_archive(forged, arrays, {**metadata, "options": {**metadata["options"], "data": data}})
         with pytest.raises(ModelFileError, match="feature_names"):
             load_model(forged)
+
+
+def test_a_streamed_model_records_its_columns_too(files, tmp_path):
+    """A CSV header or a Parquet file's names, read in parts, are recorded as in memory."""
+    streamed = tmp_path / "streamed.npz"
+    result = invoke("train", files["train"], "--stream", "--epochs", "2", "--no-progress", "-o", streamed)
+    assert result.exit_code == 0, result.output
+    assert load_model(streamed).feature_names == FEATURES
+    expected = by_hand(streamed, pd.read_csv(files["test"]))
+    assert predictions(streamed, files["reordered"]) == expected
+    pytest.importorskip("pyarrow")
+    parquet, from_parquet = tmp_path / "train.parquet", tmp_path / "parquet.npz"
+    pd.read_csv(files["train"])[["kind", "score", "age", "amount"]].to_parquet(parquet)
+    result = invoke("train", parquet, "--stream", "--label-column", "kind", "--epochs", "2", "--no-progress",
+                    "-o", from_parquet)
+    assert result.exit_code == 0, result.output
+    assert load_model(from_parquet).feature_names == ["score", "age", "amount"]
+    assert predictions(from_parquet, files["test"]) == by_hand(from_parquet, pd.read_csv(files["test"]))

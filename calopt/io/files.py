@@ -981,10 +981,13 @@ def csv_layout(found: _Input, block: bytes, label_column: int | str, delimiter: 
 
 
 def read_csv_block(found: _Input, block: bytes, first_line: int, label_column: int | str,
-                   delimiter: str | None, header: bool | None) -> tuple[np.ndarray, np.ndarray]:
-    """Lines of a CSV file: (features, labels), read by :func:`read_data`'s rules."""
+                   delimiter: str | None, header: bool | None) -> tuple[np.ndarray, np.ndarray, dict[str, Any] | None]:
+    """Lines of a CSV file: (features, labels, the header's names), read by :func:`read_data`'s rules;
+    the names are ``{"feature_names", "label_column"}`` as a model records them, None without a header."""
     dataset = _read_csv(_block(found, block, first_line), label_column, delimiter, header)
-    return dataset.X, dataset.labels
+    names = None if dataset.feature_names is None else {"feature_names": list(dataset.feature_names),
+                                                        "label_column": dataset.label_name}
+    return dataset.X, dataset.labels, names
 
 
 def label_column_index(label_column: int | str, names: list[str], source: str) -> int:

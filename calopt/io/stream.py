@@ -102,6 +102,9 @@ class ChunkSource:
     seekable: bool = False
     #: The number of rows when known before reading (array directories), else None.
     n_rows: int | None = None
+    #: The columns' names, ``{"feature_names", "label_column"}``, when the file names them (a CSV
+    #: header once its first block is read, Parquet), else None: the columns are known by position.
+    columns: dict[str, Any] | None = None
     #: The peak bytes a row of the first pass's sample costs, when known before reading (array
     #: directories), else None: a dense directory's sample is filled in place (a row's bytes as
     #: read); a CSR directory's is stacked from its parts at the end of the pass (twice them).
@@ -187,10 +190,10 @@ class _CsvSource(_TextSource):
 
     def _parse(self, block: bytes, line: int) -> Part:
         if line == 1:
-            X, labels = read_csv_block(self.found, block, line, *self.options)
+            X, labels, self.columns = read_csv_block(self.found, block, line, *self.options)
             self.layout = csv_layout(self.found, block, *self.options[:2])
         else:
-            X, labels = read_csv_block(self.found, block, line, *self.layout, False)
+            X, labels, _ = read_csv_block(self.found, block, line, *self.layout, False)
         return Part(X, labels)
 
 
@@ -388,6 +391,8 @@ class _ParquetSource(ChunkSource):
             raise DataError(f"{self.source}: {len(names)} column; need features and a label")
         self.label = names[label_column_index(label_column, names, self.source)]
         self.features = [name for name in names if name != self.label]
+        if len(set(names)) == len(names):  # a name given twice cannot find its column: by position
+            self.columns = {"feature_names": self.features, "label_column": self.label}
         self.errors = pyarrow.ArrowException
         self.starts = np.concatenate([[0], np.cumsum([self.file.metadata.row_group(g).num_rows
                                                       for g in range(self.file.num_row_groups)])])
@@ -552,6 +557,8 @@ class Survey:
     sample_index: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     #: The seeded random keys of the sample's rows (the sample is the rows with the smallest keys).
     sample_keys: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: The columns' names when the file gives them (:attr:`ChunkSource.columns`).
+    columns: dict[str, Any] | None = None
 
     def bottom(self, rows: int) -> np.ndarray:
         """Positions in ``sample`` of its ``rows`` rows with the smallest keys, increasing: the
@@ -561,8 +568,10 @@ class Survey:
         return np.sort(np.argpartition(self.sample_keys, rows)[:rows])
 
     def reading(self) -> dict[str, Any]:
-        """How the file was read (a model's ``options["data"]``, as for in-memory files)."""
-        return {"format": self.format, "zero_based": self.zero_based, "n_features": self.n_features}
+        """How the file was read (a model's ``options["data"]``, as for in-memory files; with the
+        columns' names when the file gives them, so that later CSV files are matched by name)."""
+        return {"format": self.format, "zero_based": self.zero_based, "n_features": self.n_features,
+                **(self.columns or {})}
 
 
 def widen(X: Any, width: int) -> Any:
@@ -745,7 +754,7 @@ def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
         sample, sample_index, sample_keys = None, np.zeros(0, np.int64), np.zeros(0)
     found = Survey(source.source, source.format, n, width, np.concatenate(labels), max_abs, part_rows,
                    has_zero=has_zero, open_width=source.open_width, nnz=nnz, sparse=sparse,
-                   sample=sample, sample_index=sample_index, sample_keys=sample_keys)
+                   sample=sample, sample_index=sample_index, sample_keys=sample_keys, columns=source.columns)
     source.settle(found)
     found.zero_based = source.zero_based
     return found
