@@ -342,6 +342,13 @@ def test_fit_on_a_data_frame_records_its_column_names(files):
     model = calopt.fit(frame[FEATURES], frame["kind"], select="none", epochs=2)
     assert model.feature_names == FEATURES
     assert calopt.fit(frame[FEATURES].to_numpy(), frame["kind"], select="none", epochs=2).feature_names is None
+    reordered = frame[["score", "amount", "age"]]
+    expected = np.where(frame[FEATURES].to_numpy() @ model.coef + model.intercept > 0, "fraud", "ok")
+    np.testing.assert_array_equal(model.predict(reordered), expected)
+    with pytest.raises(DataError, match="'age'"):
+        model.predict(frame[["score", "amount"]])
+    with pytest.raises(DataError, match="'kind'"):
+        model.predict(frame)
 
 
 def test_a_model_file_with_bad_feature_names_is_refused(files, tmp_path):

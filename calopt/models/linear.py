@@ -91,8 +91,24 @@ class Model:
         return None
 
     def decision_function(self, X: Any) -> Any:
-        """Scores ``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse)."""
-        return linear_scores(X, self.coef, self.intercept)
+        """Scores ``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse); a DataFrame's
+        columns are matched by name when the model has :attr:`feature_names`."""
+        return linear_scores(self._by_name(X), self.coef, self.intercept)
+
+    def _by_name(self, X: Any) -> Any:
+        """A DataFrame's columns in the order of :attr:`feature_names` (any order given, as a CSV's);
+        a missing or unknown column is a DataError naming it. Anything else is returned as it is."""
+        names, columns = self.feature_names, getattr(X, "columns", None)
+        if names is None or columns is None or not hasattr(X, "dtypes"):
+            return X
+        given = list(columns)
+        missing = next((name for name in names if name not in given), None)
+        unknown = next((name for name in given if name not in set(names)), None)
+        if missing is not None or unknown is not None:
+            problem = (f"no column {missing!r}, a feature of the model" if missing is not None else
+                       f"column {unknown!r} is not a feature of the model")
+            raise DataError(f"X: {one_line(problem)} (its features: {one_line(', '.join(names), 80)})")
+        return X[names].to_numpy()
 
     @property
     def feature_names(self) -> list[str] | None:
