@@ -377,3 +377,15 @@ def test_a_streamed_model_records_its_columns_too(files, tmp_path):
     assert result.exit_code == 0, result.output
     assert load_model(from_parquet).feature_names == ["score", "age", "amount"]
     assert predictions(from_parquet, files["test"]) == by_hand(from_parquet, pd.read_csv(files["test"]))
+
+
+def test_aggregate_refuses_models_whose_features_are_named_differently(files, tmp_path):
+    """Coefficients of features in another order would be summed column by column: refused."""
+    other_order = tmp_path / "other_order.csv"
+    pd.read_csv(files["train"])[["score", "age", "amount", "kind"]].to_csv(other_order, index=False)
+    first, second = tmp_path / "first.npz", tmp_path / "second.npz"
+    for data, model in ((files["train"], first), (other_order, second)):
+        assert invoke("train", data, "-o", model, *QUICK).exit_code == 0
+    result = invoke("aggregate", first, second, "--data", files["train"], "-o", tmp_path / "agg.npz")
+    assert_one_line_error(result, "first.npz", "second.npz", "named differently")
+    assert not (tmp_path / "agg.npz").exists()
