@@ -110,7 +110,9 @@ def reading(dataset: Dataset) -> dict[str, Any]:
     read = {"format": dataset.format, "zero_based": dataset.zero_based, "n_features": dataset.n_features}
     if dataset.format == "csv":  # None: no header, the columns are known by position
         names = list(dataset.feature_names) if dataset.feature_names is not None else None
-        read |= {"feature_names": names, "label_column": dataset.label_name if names is not None else None}
+        last = dataset.label_index in (None, dataset.n_features)  # the default, recorded as None
+        read |= {"feature_names": names, "label_column": dataset.label_name if names is not None else None,
+                 "label_index": None if last else dataset.label_index}
     return read
 
 
@@ -128,8 +130,9 @@ def load_dataset(source: str, csv: CsvOptions, *, split: str = "train", like: di
     file that happens not to use index 0 is not shifted by a column) and the one width
     rule (:func:`calopt.io.files.align_features`: only a narrower LIBSVM file is padded;
     ``of`` names whose width it is). When the training CSV named its columns, a CSV is
-    matched by name (:func:`calopt.io.files.read_data`'s ``columns``). ``labelled=False``
-    (predict) accepts a CSV of features alone.
+    matched by name (:func:`calopt.io.files.read_data`'s ``columns``); without names, its
+    label column is the training CSV's unless ``--label-column`` says otherwise.
+    ``labelled=False`` (predict) accepts a CSV of features alone.
     """
     like = like or {}
     if source != STDIN and not Path(source).exists() and source in datasets.names():
@@ -137,7 +140,9 @@ def load_dataset(source: str, csv: CsvOptions, *, split: str = "train", like: di
         return dataset if like.get("n_features") is None else align_features(dataset, like["n_features"], of=of)
     zero_based = like.get("zero_based")
     named = like.get("feature_names") is not None
-    return read_data(source, label_column="-1" if csv.label_column is None else csv.label_column,
+    recorded = like.get("label_index")  # the training CSV's label column (files of before: the last)
+    label_column = csv.label_column if csv.label_column is not None else str(-1 if recorded is None else recorded)
+    return read_data(source, label_column=label_column,
                      delimiter=csv.delimiter, header=csv.header,
                      zero_based="auto" if zero_based is None else zero_based,
                      n_features=like.get("n_features"), n_features_of=of, labelled=labelled,

@@ -389,3 +389,20 @@ def test_aggregate_refuses_models_whose_features_are_named_differently(files, tm
     result = invoke("aggregate", first, second, "--data", files["train"], "-o", tmp_path / "agg.npz")
     assert_one_line_error(result, "first.npz", "second.npz", "named differently")
     assert not (tmp_path / "agg.npz").exists()
+
+
+def test_without_a_header_the_label_column_is_the_training_files(files, tmp_path):
+    """The label first, no header: predict and evaluate find it where training did (not the last column)."""
+    test = pd.read_csv(files["test"])
+    bare_train, bare_test = tmp_path / "bare_train.csv", tmp_path / "bare_test.csv"
+    pd.read_csv(files["train"])[["kind", *FEATURES]].to_csv(bare_train, index=False, header=False)
+    test[["kind", *FEATURES]].to_csv(bare_test, index=False, header=False)
+    model = tmp_path / "bare.npz"
+    assert invoke("train", bare_train, "--label-column", "0", "-o", model, *QUICK).exit_code == 0
+    loaded = load_model(model)
+    expected = [loaded.classes[int(s > 0)] for s in test[FEATURES].to_numpy() @ loaded.coef + loaded.intercept]
+    assert predictions(model, bare_test) == expected
+    result = invoke("evaluate", model, bare_test, "--measure", "recall", "--json")
+    assert result.exit_code == 0, result.output
+    value = json.loads(result.stdout)["measures"][0]["value"]
+    assert value == pytest.approx(recall_score(test["kind"], expected, pos_label="fraud"))

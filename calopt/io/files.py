@@ -66,7 +66,7 @@ class Dataset:
     padded with zero columns: a LIBSVM file, or arrays; not CSV, NPZ or an embedded
     dataset, whose width is known). A CSV file with a header also gives the features'
     ``feature_names`` (in the order of X's columns) and the ``label_name``; None: the
-    columns are known by position only.
+    columns are known by position only. ``label_index`` is the label's column in a CSV.
     """
 
     X: Any
@@ -77,6 +77,7 @@ class Dataset:
     open_width: bool = True
     feature_names: tuple[str, ...] | None = None
     label_name: str | None = None
+    label_index: int | None = None
 
     def __post_init__(self) -> None:
         if getattr(self.X, "ndim", None) != 2:
@@ -589,7 +590,8 @@ def _read_csv(
     if feature_names is not None and len(set(feature_names)) < len(feature_names):
         feature_names = None  # a name given twice cannot find its column: by position
     return Dataset(X, labels, source, format="csv", open_width=False, feature_names=feature_names,
-                   label_name=names[label_index] if names and label_index is not None else None)
+                   label_name=names[label_index] if names and label_index is not None else None,
+                   label_index=label_index)
 
 
 def _names_text(names: list[str], limit: int = 8) -> str:

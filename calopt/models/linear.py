@@ -206,6 +206,9 @@ class Model:
                f"options.data.feature_names must be {coef.shape[0]} distinct names, not {_shown(names)}")
         _check(label is None or isinstance(label, str),
                f"options.data.label_column must be a name, not {_shown(label)}")
+        index = data.get("label_index")
+        _check(index is None or (type(index) is int and 0 <= index <= coef.shape[0]),
+               f"options.data.label_index must be a column number, not {_shown(index)}")
         history = metadata["history"]
         _check(isinstance(history, list) and all(isinstance(row, dict) for row in history),
                f"history must be a list of objects, not {_shown(history)}")
