@@ -41,7 +41,7 @@ from calopt import registry
 from calopt.constraints import ConstrainedMeasure, RateConstraint, constrain, parse_constraints
 from calopt.errors import DataError
 from calopt.measures import confusion_counts
-from calopt.io.labels import encode_binary, json_label
+from calopt.io.labels import encode_binary, label_text
 from calopt.sklearn import make_scorer, measure_score
 from calopt.training.pipeline import DEFAULT_EPOCHS, fit
 
@@ -90,7 +90,7 @@ class Comparison:
     runs: list[MethodRun]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"measure": self.measure, "positive": json_label(self.positive), "n_train": self.n_train,
+        return {"measure": self.measure, "positive": label_text(self.positive), "n_train": self.n_train,
                 "n_test": self.n_test, "test_positive_rate": self.test_positive_rate,
                 "methods": [dataclasses.asdict(run) for run in self.runs]}
 
@@ -102,7 +102,8 @@ def compare(X: Any, y: Any, X_test: Any, y_test: Any, *, measure: Any = "f1", al
     ``algorithms`` lists calopt's algorithm specs to run (default: the measure's own solver
     and the plug-in route, ``lbfgs``); ``epochs`` is the passes of calopt's algorithms
     (None: chosen on held-out rows, as :func:`calopt.fit` does) and of SGD (10 when None);
-    ``positive`` the positive label (default: calopt's, the larger one); ``constraints``
+    ``positive`` the positive label (default: calopt's, :func:`~calopt.io.labels.binary_classes`: 1 of
+    {0, 1} or {-1, 1}, True, else the smaller class); ``constraints``
     rate constraints (see the module docstring).
     """
     parsed = parse_constraints(constraints)

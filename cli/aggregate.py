@@ -23,8 +23,9 @@ __all__ = ["aggregate"]
 
 
 def _common_reading(named: dict[str, Any]) -> dict[str, Any]:
-    """How the models' training data were read; models read with different index bases are
-    not combined (their coefficients would mean different features)."""
+    """How the models' training data were read; models read with different index bases, or
+    whose features are named differently, are not combined (their coefficients would mean
+    different features)."""
     readings = {name: model_reading(model) for name, model in named.items()}
     (first, like), *others = readings.items()
     for name, other in others:
@@ -32,6 +33,10 @@ def _common_reading(named: dict[str, Any]) -> dict[str, Any]:
             bases = {True: "zero-based", False: "one-based"}
             raise ParameterError(f"{first} was trained on {bases[like['zero_based']]} data, {name} on "
                                  f"{bases[other['zero_based']]}: their features differ")
+        names = (like.get("feature_names"), other.get("feature_names"))
+        if None not in names and names[0] != names[1]:
+            raise ParameterError(f"{first} and {name} were trained on features named differently, or in another "
+                                 f"order: their coefficients cannot be combined")
     return like
 
 

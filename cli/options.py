@@ -226,8 +226,8 @@ PositiveOpt = Annotated[
     typer.Option(
         "--positive",
         metavar="LABEL",
-        help="Label of the positive class, as written in the label file "
-        "(default: the greater of the two labels).",
+        help="Label of the positive class, as written in the label file (default: 1 for labels 0/1 and -1/1, "
+        "true for booleans, otherwise the smaller class, the rare one; classes of equal size need it).",
         show_default=False,
     ),
 ]

@@ -10,7 +10,7 @@ from rich.table import Table
 import calopt
 from calopt.backends import get_backend
 from calopt.io.files import read_label_file
-from calopt.io.labels import encode_binary, encode_like, show_label
+from calopt.io.labels import encode_binary, encode_like, label_text, show_label
 from calopt.errors import DataError
 from calopt.measures import confusion_counts, safe_divide
 from calopt_cli.options import JsonOpt, MeasureOpt, PositiveOpt, echo_json
@@ -55,6 +55,7 @@ def score(
     tp, fp, tn, fn = confusion_counts(backend.asarray(y_true), backend.asarray(y_pred), xp=xp)
     result = {
         "measure": scorer.spec,
+        "positive": label_text(classes[1]),
         "value": float(scorer.from_counts(tp, fp, tn, fn, xp=xp)),
         "tpr": float(safe_divide(tp, tp + fn, xp=xp)),
         "tnr": float(safe_divide(tn, tn + fp, xp=xp)),

@@ -119,7 +119,8 @@ def train_stream(source: str, csv: Any, *, test: str | None, options: dict[str, 
         model.save(model_output.path)
     train_value = model.history[-1].get("train") if model.history else None
     if as_json:
-        echo_json({"task": "binary", "classes": [label_text(c) for c in model.classes], **run_fields(model),
+        echo_json({"task": "binary", "classes": [label_text(c) for c in model.classes],
+                   "positive": label_text(model.positive), **run_fields(model),
                    "stream": model.options["stream"], "train": {"value": train_value}, "test": test_summary,
                    "history": model.history, "status": model.message,
                    "model": str(model_output.path) if model_output is not None else None})
@@ -130,7 +131,8 @@ def train_stream(source: str, csv: Any, *, test: str | None, options: dict[str, 
     stream_info = model.options["stream"]
     console.print(f"{model.describe()}: streamed {stream_info['rows']:,} rows in {stream_info['parts']} parts, "
                   f"{stream_info['passes']} passes, {epochs_text(model.options['epochs'])}, "
-                  f"fit in {model.fit_seconds:.2f} s")
+                  f"positive class {label_text(model.positive)}, fit in {model.fit_seconds:.2f} s",
+                  markup=False, highlight=False)
     if train_value is not None:
         console.print(f"train {model.measure}: {train_value:.4f}")
     if test_summary is not None:

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import calopt
@@ -59,7 +60,7 @@ from calopt_cli.progress import epoch_progress
 from calopt_cli.stream import StreamOpt, read_whole_source, streams, train_stream
 
 __all__ = ["CsvOptions", "DataArg", "DelimiterOpt", "HeaderOpt", "LabelColumnOpt", "evaluate", "load_dataset",
-           "model_reading", "predict", "reading", "train"]
+           "model_reading", "positive_text", "predict", "reading", "train"]
 
 DataArg = Annotated[
     Optional[str],
@@ -70,9 +71,10 @@ DataArg = Annotated[
     ),
 ]
 LabelColumnOpt = Annotated[
-    str,
-    typer.Option("--label-column", metavar="COLUMN",
-                 help="CSV only: the label column, by index (-1: last) or header name."),
+    Optional[str],
+    typer.Option("--label-column", metavar="COLUMN", show_default=False,
+                 help="CSV only: the label column, by index (-1: last) or header name. Default: the last column; "
+                 "a file read for a model trained on a CSV with a header: the model's label column, by name."),
 ]
 DelimiterOpt = Annotated[
     Optional[str],
@@ -95,15 +97,23 @@ _HEADERS = {"value": "value", "tpr": "TPR", "tnr": "TNR", "top1": "top-1", "top5
 class CsvOptions:
     """How to read a CSV file: ``--label-column``, ``--delimiter``, ``--header/--no-header``."""
 
-    label_column: str = "-1"
+    label_column: str | None = None  #: None: the last column, or the model's label column by name
     delimiter: str | None = None
     header: bool | None = None
 
 
 def reading(dataset: Dataset) -> dict[str, Any]:
     """How a training file was read, kept in the model as ``options["data"]`` so that every
-    later file (``--test``, evaluate, predict, aggregate) is read the same way."""
-    return {"format": dataset.format, "zero_based": dataset.zero_based, "n_features": dataset.n_features}
+    later file (``--test``, evaluate, predict, aggregate) is read the same way: with the
+    training CSV's header, its features' and label column's names (later CSV files are
+    matched by name); ``feature_names`` None: by position."""
+    read = {"format": dataset.format, "zero_based": dataset.zero_based, "n_features": dataset.n_features}
+    if dataset.format == "csv":  # None: no header, the columns are known by position
+        names = list(dataset.feature_names) if dataset.feature_names is not None else None
+        last = dataset.label_index in (None, dataset.n_features)  # the default, recorded as None
+        read |= {"feature_names": names, "label_column": dataset.label_name if names is not None else None,
+                 "label_index": None if last else dataset.label_index}
+    return read
 
 
 def model_reading(model: Any) -> dict[str, Any]:
@@ -119,17 +129,24 @@ def load_dataset(source: str, csv: CsvOptions, *, split: str = "train", like: di
     (a LIBSVM file is read with the training file's base, never guessed again, so a test
     file that happens not to use index 0 is not shifted by a column) and the one width
     rule (:func:`calopt.io.files.align_features`: only a narrower LIBSVM file is padded;
-    ``of`` names whose width it is). ``labelled=False`` (predict) accepts a CSV of
-    features alone.
+    ``of`` names whose width it is). When the training CSV named its columns, a CSV is
+    matched by name (:func:`calopt.io.files.read_data`'s ``columns``); without names, its
+    label column is the training CSV's unless ``--label-column`` says otherwise.
+    ``labelled=False`` (predict) accepts a CSV of features alone.
     """
     like = like or {}
     if source != STDIN and not Path(source).exists() and source in datasets.names():
         dataset = datasets.load(source, split)
         return dataset if like.get("n_features") is None else align_features(dataset, like["n_features"], of=of)
     zero_based = like.get("zero_based")
-    return read_data(source, label_column=csv.label_column, delimiter=csv.delimiter, header=csv.header,
+    named = like.get("feature_names") is not None
+    recorded = like.get("label_index")  # the training CSV's label column (files of before: the last)
+    label_column = csv.label_column if csv.label_column is not None else str(-1 if recorded is None else recorded)
+    return read_data(source, label_column=label_column,
+                     delimiter=csv.delimiter, header=csv.header,
                      zero_based="auto" if zero_based is None else zero_based,
-                     n_features=like.get("n_features"), n_features_of=of, labelled=labelled)
+                     n_features=like.get("n_features"), n_features_of=of, labelled=labelled,
+                     columns={key: like.get(key) for key in ("feature_names", "label_column")} if named else None)
 
 
 def _default_checkpoint(model_out: Output | None) -> Path:
@@ -230,6 +247,11 @@ def _remove_finished_checkpoint(checkpoint: Output | None) -> None:
     before (the --resume file, a path the user named) is left alone."""
     if checkpoint is not None and not checkpoint.existed and not checkpoint.special:
         checkpoint.path.unlink(missing_ok=True)
+
+
+def positive_text(model: Any) -> str | None:
+    """A binary model's positive class as the user wrote it (``fraud``, ``1``); None for one-vs-rest."""
+    return None if model.positive is None else label_text(model.positive)
 
 
 def _summary_table(title: str, rows: list[tuple[str, dict[str, Any]]], measure: str) -> Table:
@@ -448,6 +470,7 @@ def train(
         echo_json({
             "task": "multiclass" if "per_class" in summaries[0][1] else "binary",
             "classes": [label_text(c) for c in model.classes],
+            "positive": positive_text(model),
             **run_fields(model),
             **({"rank": model.options["rank"]} if model.options.get("rank") else {}),
             "train": summaries[0][1],
@@ -469,7 +492,9 @@ def train(
     cluster = model.options.get("cluster")
     passes = epochs_text(model.options["epochs"]) if not cluster else \
         f"{epochs_text(model.options['epochs'], 'round')} on {cluster['workers']} Dask workers ({cluster['mode']})"
-    table.caption = f"{model.options['backend']}, {passes}{rank}, fit in {model.fit_seconds:.2f} s"
+    positive_class = f", positive class {positive_text(model)}" if model.positive is not None else ""
+    table.caption = escape(f"{model.options['backend']}, {passes}{rank}{positive_class}, "
+                           f"fit in {model.fit_seconds:.2f} s")
     console.print(table)
     chosen = selection_text(model.options.get("selection"), model.measure)
     if chosen:
@@ -495,7 +520,7 @@ def evaluate(
         typer.Option("--measure", "-m", metavar="SPEC",
                      help="Measure spec; repeat for several (default: the model's)."),
     ] = None,
-    label_column: LabelColumnOpt = "-1",
+    label_column: LabelColumnOpt = None,
     delimiter: DelimiterOpt = None,
     header: HeaderOpt = None,
     as_json: JsonOpt = False,
@@ -512,10 +537,11 @@ def evaluate(
     except DataError as exc:
         raise exc.renamed({"labels": f"{dataset.source} labels"}) from None
     if as_json:
-        echo_json({"model": str(model_path), "data": dataset.source, **report})
+        echo_json({"model": str(model_path), "data": dataset.source, "positive": positive_text(model), **report})
         return
     console = Console()
-    title = f"{model_path} on {dataset.source} ({report['n_samples']} rows)"
+    positive_class = f", positive class {positive_text(model)}" if model.positive is not None else ""
+    title = f"{model_path} on {dataset.source} ({report['n_samples']} rows{positive_class})"
     accuracy = [f"{_HEADERS[key]} {report[key]:.4f}" for key in ("top1", "top5") if key in report]
     if accuracy:  # a line of its own: a long title would wrap inside the narrow table
         console.print(f"{title}: {', '.join(accuracy)}", highlight=False, markup=False)
@@ -542,7 +568,7 @@ def predict(
     ] = None,
     scores: Annotated[bool, typer.Option("--scores", help="Write decision scores, not labels (one-vs-rest: "
                                           "each class's score, separated by spaces).")] = False,
-    label_column: LabelColumnOpt = "-1",
+    label_column: LabelColumnOpt = None,
     delimiter: DelimiterOpt = None,
     header: HeaderOpt = None,
     as_json: JsonOpt = False,

@@ -176,7 +176,7 @@ def test_score_agrees_with_sklearn(label_files, spec):
     assert out["tpr"] == pytest.approx(recall_score(y_true, y_pred, pos_label=positive))
     assert out["tnr"] == pytest.approx(recall_score(y_true, y_pred, pos_label=negative))
     assert out["measure"] == calopt.get_measure(spec).spec
-    assert set(out) == {"measure", "value", "tpr", "tnr", "tp", "fp", "tn", "fn"}
+    assert set(out) == {"measure", "positive", "value", "tpr", "tnr", "tp", "fp", "tn", "fn"}
     counts = (out["tp"], out["fp"], out["tn"], out["fn"])
     assert sum(counts) == len(y_true)
     assert out["tp"] == int(np.sum((y_true == positive) & (y_pred == positive)))
@@ -206,7 +206,7 @@ def test_score_table(tmp_path):
 def test_score_string_labels_and_a_subset_of_predictions(tmp_path):
     labels = write_labels(tmp_path / "y.txt", ["yes", "no", "yes", "no"])
     predictions = write_labels(tmp_path / "p.txt", ["yes"] * 4)
-    result = invoke("score", str(labels), str(predictions), "-m", "fbeta", "--json")
+    result = invoke("score", str(labels), str(predictions), "-m", "fbeta", "--positive", "yes", "--json")
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert (out["tp"], out["fp"], out["tn"], out["fn"]) == (2, 2, 0, 0)

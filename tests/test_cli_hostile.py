@@ -779,11 +779,12 @@ SCORE_CASES: dict[str, tuple[Build, list[str]]] = {
         lambda d: ["score", _write(d, "y.txt", "1\n-1\n1\n"), _write(d, "p.txt", "1\n2\n1\n"), "-m", "f1"],
         ["p.txt", "line 2", "label 2 is not one of the classes (-1 and 1)"]),
     "a string outside the labels": (
-        lambda d: ["score", _write(d, "y.txt", "yes\nno\n"), _write(d, "p.txt", "yes\nmaybe\n"), "-m", "f1"],
+        lambda d: ["score", _write(d, "y.txt", "yes\nno\n"), _write(d, "p.txt", "yes\nmaybe\n"), "-m", "f1",
+                   "--positive", "yes"],
         ["p.txt", "label 'maybe'"]),
     "a 1 MB prediction": (
         lambda d: ["score", _write(d, "y.txt", "yes\nno\n"), _write(d, "p.txt", "yes\n" + "m" * 1_000_000 + "\n"),
-                   "-m", "f1"], ["p.txt", "…"]),
+                   "-m", "f1", "--positive", "yes"], ["p.txt", "…"]),
     "lengths that differ": (
         lambda d: ["score", _write(d, "y.txt", "1\n-1\n1\n"), _write(d, "p.txt", "1\n"), "-m", "f1"],
         ["y.txt has 3 labels but p.txt has 1"]),

@@ -18,6 +18,7 @@ import stat
 import sys
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from io import BytesIO
@@ -63,7 +64,9 @@ class Dataset:
     ``zero_based`` (LIBSVM: the index base used; None otherwise) and ``open_width``
     (whether the width is only the largest index seen, so that a narrower file may be
     padded with zero columns: a LIBSVM file, or arrays; not CSV, NPZ or an embedded
-    dataset, whose width is known).
+    dataset, whose width is known). A CSV file with a header also gives the features'
+    ``feature_names`` (in the order of X's columns) and the ``label_name``; None: the
+    columns are known by position only. ``label_index`` is the label's column in a CSV.
     """
 
     X: Any
@@ -72,6 +75,9 @@ class Dataset:
     format: str = "arrays"
     zero_based: bool | None = None
     open_width: bool = True
+    feature_names: tuple[str, ...] | None = None
+    label_name: str | None = None
+    label_index: int | None = None
 
     def __post_init__(self) -> None:
         if getattr(self.X, "ndim", None) != 2:
@@ -303,6 +309,7 @@ def read_data(
     header: bool | None = None,
     zero_based: bool | str = "auto",
     labelled: bool = True,
+    columns: dict[str, Any] | None = None,
 ) -> Dataset:
     """Read a LIBSVM/svmlight, CSV or NPZ file (optionally ``.bz2``/``.gz``) into a Dataset.
 
@@ -322,6 +329,13 @@ def read_data(
     (absent trailing features are zero), any other difference is a DataError. With
     ``labelled=False`` (features to predict) a CSV with exactly ``n_features`` columns
     has no label column, and an NPZ needs no ``y``; the Dataset's ``labels`` is then None.
+
+    ``columns`` (``{"feature_names": [...], "label_column": name}``, how a model's training
+    CSV named its columns) reads a CSV with a header by name: its features in that order,
+    whatever the file's; a missing feature or an unknown column is an error naming it; the
+    label column is ``label_column`` when it names one, else the recorded one (ignored,
+    when present, with ``labelled=False``). Such a CSV without a header is an error unless
+    ``header=False`` asks for the columns by position.
     Raises :class:`DataError` for anything unreadable.
     """
     found = _input(path)
@@ -335,7 +349,7 @@ def read_data(
         _check_text(head, found.source)
         if kind == "csv":
             unlabelled_width = None if labelled else n_features
-            dataset = _read_csv(found, label_column, delimiter, header, unlabelled_width)
+            dataset = _read_csv(found, label_column, delimiter, header, unlabelled_width, columns, labelled)
         else:
             dataset = _read_libsvm(found, zero_based)
     if n_features is not None:
@@ -541,11 +555,14 @@ def _read_csv(
     delimiter: str | None,
     header: bool | None,
     unlabelled_width: int | None = None,
+    columns: dict[str, Any] | None = None,
+    labelled: bool = True,
 ) -> Dataset:
     """A delimited text file: numeric feature columns and one label column.
 
     With ``unlabelled_width`` (features to predict), a file of exactly that many columns
-    has no label column.
+    has no label column; with ``columns`` (a model's names) a file with a header is read
+    by name (:func:`read_data`).
     """
     source = found.source
     text = _decode(_read_bytes(found), source)
@@ -561,14 +578,78 @@ def _read_csv(
                 f"{source}: line {number}: {len(row)} fields where line {lines[0][0]} "
                 f"has {n_columns} (delimiter {delimiter or 'whitespace'!r})"
             )
+    named = columns is not None and columns.get("feature_names") is not None
+    if named and header is not False and (header or _names_a_column(rows[0], columns)):
+        header, label_index, feature_columns = True, *_columns_by_name(
+            rows[0], columns, label_column, labelled, f"{source}: line {lines[0][0]}")
+    elif named and header is None:
+        raise DataError(f"{source}: line {lines[0][0]}: no header naming the model's features "
+                        f"({_names_text(columns['feature_names'])}); add one, or give --no-header to read the "
+                        f"columns by position")
+    else:
+        header, label_index = _csv_layout(rows, lines, label_column, header, unlabelled_width, delimiter, source)
+        feature_columns = [c for c in range(n_columns) if c != label_index]
+    names = rows[0] if header else None
+    if header:
+        lines, rows = lines[1:], rows[1:]
+        if not rows:
+            raise DataError(f"{source}: a header line but no data lines")
+    table = np.array(rows, dtype=str)
+    X = _csv_features(table, feature_columns, names, lines, source)
+    labels = None if label_index is None else _parse_labels(table[:, label_index], [n for n, _ in lines], source)
+    feature_names = tuple(names[c] for c in feature_columns) if names else None
+    if feature_names is not None and len(set(feature_names)) < len(feature_names):
+        feature_names = None  # a name given twice cannot find its column: by position
+    return Dataset(X, labels, source, format="csv", open_width=False, feature_names=feature_names,
+                   label_name=names[label_index] if names and label_index is not None else None,
+                   label_index=label_index)
+
+
+def _names_text(names: list[str], limit: int = 8) -> str:
+    return ", ".join(_excerpt(n, 20) for n in names[:limit]) + (", …" if len(names) > limit else "")
+
+
+def _names_a_column(first: list[str], columns: dict[str, Any]) -> bool:
+    """Whether a first row names any of a model's columns (or is no row of numbers)."""
+    known = set(columns["feature_names"]) | {columns.get("label_column")}
+    return any(field in known for field in first) or not any(_is_number(field) for field in first)
+
+
+def _columns_by_name(first: list[str], columns: dict[str, Any], label_column: int | str, labelled: bool,
+                     where: str) -> tuple[int | None, list[int]]:
+    """The label column's index (None: none) and the model's features' indices, from a header."""
+    wanted, recorded = columns["feature_names"], columns.get("label_column")
+    label = label_column if isinstance(label_column, str) and _integer(label_column) is None else recorded
+    position = {name: index for index, name in enumerate(first)}
+    if len(position) < len(first):
+        twice = next(name for name, count in Counter(first).items() if count > 1)
+        raise DataError(f"{where}: the column {_excerpt(twice, 30)} is named twice; the model reads columns by name")
+    missing = [name for name in wanted if name not in position]
+    if missing:
+        raise DataError(f"{where}: no column {_excerpt(missing[0], 30)}, a feature of the model"
+                        + (f" ({len(missing)} missing: {_names_text(missing)})" if len(missing) > 1 else ""))
+    if labelled and label not in position:
+        shown = f" named {_excerpt(label, 30)}" if label is not None else " (the model names none)"
+        raise DataError(f"{where}: no label column{shown}; give --label-column")
+    known = set(wanted) | {label}
+    unknown = next((name for name in first if name not in known), None)
+    if unknown is not None:
+        also = (f" nor its label column {_excerpt(label, 30)}" if label is not None else
+                " (the label column? give --label-column)")
+        raise DataError(f"{where}: column {_excerpt(unknown, 30)} is not a feature of the model{also}")
+    return (position[label] if labelled else None), [position[name] for name in wanted]
+
+
+def _csv_layout(rows: list[list[str]], lines: list[tuple[int, str]], label_column: int | str, header: bool | None,
+                unlabelled_width: int | None, delimiter: str | None, source: str) -> tuple[bool, int | None]:
+    """Whether the first row is a header, and the label column's index (None: no label column)."""
+    first, n_columns = rows[0], len(rows[0])
     has_label = n_columns != unlabelled_width
     if n_columns < 2 and has_label:
         raise DataError(
             f"{source}: line {lines[0][0]}: one column only; need features and a label "
             f"(delimiter {delimiter or 'whitespace'!r})"
         )
-
-    first = rows[0]
     label_index: int | None = None
     if has_label and isinstance(label_column, str) and _integer(label_column) is None:
         if header is False or label_column not in first:
@@ -580,14 +661,12 @@ def _read_csv(
         label_index = _column_index(label_column, n_columns, source)
     if header is None:
         header = _looks_like_header(rows, label_index)
-    names = first if header else None
-    if header:
-        lines, rows = lines[1:], rows[1:]
-        if not rows:
-            raise DataError(f"{source}: a header line but no data lines")
+    return bool(header), label_index
 
-    table = np.array(rows, dtype=str)
-    feature_columns = [c for c in range(n_columns) if c != label_index]
+
+def _csv_features(table: np.ndarray, feature_columns: list[int], names: list[str] | None,
+                  lines: list[tuple[int, str]], source: str) -> np.ndarray:
+    """The feature columns of a CSV's fields as float64; a field that is no finite number is an error."""
     feature_text = table[:, feature_columns]
 
     def where(row: int, column: int) -> str:
@@ -611,8 +690,7 @@ def _read_csv(
             f"{source}: {where(i, j)}: {_excerpt(str(feature_text[i, j]), 30)} is not finite "
             "(features must be finite numbers)"
         )
-    labels = None if label_index is None else _parse_labels(table[:, label_index], [n for n, _ in lines], source)
-    return Dataset(X, labels, source, format="csv", open_width=False)
+    return X
 
 
 def _column_index(label_column: int | str, n_columns: int, source: str) -> int:
@@ -916,10 +994,13 @@ def csv_layout(found: _Input, block: bytes, label_column: int | str, delimiter: 
 
 
 def read_csv_block(found: _Input, block: bytes, first_line: int, label_column: int | str,
-                   delimiter: str | None, header: bool | None) -> tuple[np.ndarray, np.ndarray]:
-    """Lines of a CSV file: (features, labels), read by :func:`read_data`'s rules."""
+                   delimiter: str | None, header: bool | None) -> tuple[np.ndarray, np.ndarray, dict[str, Any] | None]:
+    """Lines of a CSV file: (features, labels, the header's names), read by :func:`read_data`'s rules;
+    the names are ``{"feature_names", "label_column"}`` as a model records them, None without a header."""
     dataset = _read_csv(_block(found, block, first_line), label_column, delimiter, header)
-    return dataset.X, dataset.labels
+    names = None if dataset.feature_names is None else {"feature_names": list(dataset.feature_names),
+                                                        "label_column": dataset.label_name}
+    return dataset.X, dataset.labels, names
 
 
 def label_column_index(label_column: int | str, names: list[str], source: str) -> int:

@@ -1,7 +1,8 @@
 """Class labels: the ±1 and 0..C−1 codes the solvers use, and labels shown as users wrote them.
 
 Labels arrive as the user's own values (floats from LIBSVM, strings or numbers from CSV,
-anything two-valued from Python). They are encoded once, at the edge: binary problems
+anything from Python: lists, NumPy arrays, pandas columns of any dtype), made a plain
+NumPy array by :func:`label_values`. They are encoded once, at the edge: binary problems
 as float64 ±1 with the (negative, positive) labels kept for the model, multiclass ones
 as integer codes into the sorted classes. Every problem is a one-line
 :class:`~calopt.errors.DataError` naming the labels' source.
@@ -9,6 +10,7 @@ as integer codes into the sorted classes. Every problem is a one-line
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -16,12 +18,14 @@ import numpy as np
 from calopt.errors import DataError, one_line
 
 __all__ = [
+    "binary_classes",
     "encode_among",
     "encode_binary",
     "encode_like",
     "encode_multiclass",
     "json_label",
     "label_text",
+    "label_values",
     "show_label",
 ]
 
@@ -49,15 +53,120 @@ def show_label(value: Any) -> str:
     return repr(text) if isinstance(value, str) else text
 
 
-def _labels_array(labels: Any, source: str) -> np.ndarray:
+def _missing(values: np.ndarray) -> np.ndarray:
+    """Where an object array holds no label: None, NaN, pandas' NA or NaT."""
+    pandas = sys.modules.get("pandas")  # pd.NA and pd.NaT exist only once pandas is imported
+    if pandas is not None:
+        return np.asarray(pandas.isna(values), dtype=bool)
+    return np.array([v is None or (isinstance(v, (float, np.floating, np.datetime64, np.timedelta64)) and v != v)
+                     for v in values], dtype=bool)
+
+
+def _kind(value: Any) -> str:
+    """``text``, ``boolean``, ``number`` or ``other``: what one label of an object array is."""
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, (bool, np.bool_)):
+        return "boolean"
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return "number"
+    return "other"
+
+
+def _from_objects(labels: np.ndarray, source: str) -> np.ndarray:
+    """Labels held as Python objects (pandas object, string or categorical columns) as a plain
+    NumPy array: text (``<U``), booleans, or numbers; a mixture is an error naming the row."""
+    kinds = [_kind(v) for v in labels]
+    other = next((i for i, k in enumerate(kinds) if k == "other"), None)
+    if other is not None:
+        raise DataError(f"row {other + 1}: label {show_label(labels[other])} of type "
+                        f"{type(labels[other]).__name__} is not a class label (give text, numbers or booleans)",
+                        source=source)
+    found = set(kinds)
+    if "text" in found and len(found) > 1:
+        first = kinds.index("text")
+        number = next(i for i, k in enumerate(kinds) if k != "text")
+        raise DataError(f"row {first + 1}: label {show_label(labels[first])} is text where row {number + 1}'s "
+                        f"({show_label(labels[number])}) is not; the labels must be all text or all numbers",
+                        source=source)
+    if found == {"text"}:
+        return labels.astype(str)
+    return np.asarray(labels.tolist())  # booleans stay booleans; numbers become int64 or float64
+
+
+def label_values(labels: Any, *, source: str = "labels") -> np.ndarray:
+    """``labels`` of any kind (a list, a NumPy array, a pandas Series of object, string,
+    categorical, boolean or numeric dtype) as a 1-D NumPy array of text, booleans or numbers.
+
+    A missing label (None, NaN, pandas' NA, NaT) is a one-line DataError naming its row
+    (from 1); so are labels that mix text with numbers.
+    """
     labels = np.asarray(labels)
     if labels.ndim != 1:
         raise DataError(f"labels must be 1-D, not of shape {labels.shape}", source=source)
     if labels.size == 0:
         raise DataError("no labels", source=source)
-    if labels.dtype.kind == "f" and np.isnan(labels).any():
-        raise DataError(f"label {int(np.flatnonzero(np.isnan(labels))[0])} is NaN", source=source)
+    kind = labels.dtype.kind
+    if kind in "fcOMm":
+        missing = np.isnat(labels) if kind in "Mm" else _missing(labels) if kind == "O" else np.isnan(labels)
+        if missing.any():
+            row = int(np.flatnonzero(missing)[0])
+            value = labels[row]
+            shown = "None" if value is None else "NaN" if isinstance(value, (float, np.floating)) else str(value)
+            raise DataError(f"row {row + 1}: the label is missing ({shown})", source=source)
+    if kind == "O":
+        return _from_objects(labels, source)
+    if kind == "S":
+        return np.char.decode(labels, "utf-8", errors="replace")
+    if kind in "McmV":
+        raise DataError(f"labels of dtype {labels.dtype} are not class labels (give text, numbers or booleans)",
+                        source=source)
     return labels
+
+
+def binary_classes(classes: Any, counts: Any, *, positive: Any = None, source: str = "labels") -> tuple[Any, Any]:
+    """The (negative, positive) labels of a two-class problem with these ``classes`` (sorted)
+    and their row ``counts``.
+
+    The positive class is ``positive`` when given (matched by value or by its string form,
+    so ``"4"`` selects 4.0 and ``"+1"`` selects 1.0). Otherwise it is 1 for {0, 1} and
+    {-1, 1} (as numbers or their text), True for booleans, and for any other labels the
+    smaller class, the rare class imbalanced measures are about; two classes of equal
+    size are an error asking for the positive class.
+    """
+    classes = [json_label(c) for c in classes]
+    if len(classes) != 2:
+        shown = ", ".join(show_label(c) for c in classes[:5]) + (", …" if len(classes) > 5 else "")
+        if len(classes) == 1:
+            raise DataError(f"only one class ({shown}); a binary problem needs two", source=source)
+        raise DataError(f"{len(classes)} classes ({shown}); a binary problem needs exactly two", source=source)
+    if positive is not None:
+        positive_label = _match_label(positive, classes, source)
+    elif _conventional(classes):
+        positive_label = max(classes, key=_number)
+    else:
+        counts = [int(c) for c in counts]
+        if counts[0] == counts[1]:
+            raise DataError(f"the classes {show_label(classes[0])} and {show_label(classes[1])} have {counts[0]} "
+                            f"rows each: name the positive class (--positive, or positive= in Python)",
+                            source=source)
+        positive_label = classes[int(np.argmin(counts))]
+    negative_label = classes[0] if positive_label == classes[1] else classes[1]
+    return negative_label, positive_label
+
+
+def _number(value: Any) -> float | None:
+    """A label's numeric value (``"-1"`` → −1.0), None for other text."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _conventional(classes: list[Any]) -> bool:
+    """Whether two labels are {0, 1}, {−1, 1} or {False, True}, whose positive class is 1 (True)."""
+    values = {_number(c) for c in classes}
+    return values in ({0.0, 1.0}, {-1.0, 1.0})
 
 
 def encode_binary(
@@ -65,22 +174,13 @@ def encode_binary(
 ) -> tuple[np.ndarray, tuple[Any, Any]]:
     """Two-valued ``labels`` as float64 ±1, and ``(negative_label, positive_label)``.
 
-    The positive class is ``positive`` when given (matched by value or by its string form,
-    so ``"4"`` selects 4.0 and ``"+1"`` selects 1.0); otherwise the larger label: 1 for
-    {-1, 1} and {0, 1}, True for booleans, 4 for {2, 4}, ``'h'`` for {'g', 'h'}.
+    The positive class is chosen by :func:`binary_classes`: ``positive`` when given, else 1
+    for {0, 1} and {-1, 1}, True for booleans, and the smaller class for any other labels
+    (``'fraud'`` among many ``'ok'``).
     """
-    labels = _labels_array(labels, source)
-    classes = [c.item() for c in np.unique(labels)]
-    if len(classes) != 2:
-        shown = ", ".join(show_label(c) for c in classes[:5]) + (", …" if len(classes) > 5 else "")
-        if len(classes) == 1:
-            raise DataError(f"only one class ({shown}); a binary problem needs two", source=source)
-        raise DataError(f"{len(classes)} classes ({shown}); a binary problem needs exactly two", source=source)
-    if positive is None:
-        positive_label = classes[1]
-    else:
-        positive_label = _match_label(positive, classes, source)
-    negative_label = classes[0] if positive_label == classes[1] else classes[1]
+    labels = label_values(labels, source=source)
+    classes, counts = np.unique(labels, return_counts=True)
+    negative_label, positive_label = binary_classes(classes, counts, positive=positive, source=source)
     y = np.where(labels == positive_label, 1.0, -1.0)
     return y, (negative_label, positive_label)
 
@@ -92,7 +192,7 @@ def encode_like(values: Any, classes: tuple[Any, Any], *, source: str = "labels"
     The values may use both labels or only one of them, but no third value (the error
     names the source and the ``unit`` of the position: ``row``, or ``line`` for a label file).
     """
-    values = _labels_array(values, source)
+    values = label_values(values, source=source)
     negative, positive = classes
     is_positive, is_negative = values == positive, values == negative
     unknown = np.flatnonzero(~(is_positive | is_negative))
@@ -125,14 +225,14 @@ def _match_label(wanted: Any, classes: list[Any], source: str) -> Any:
 
 def encode_multiclass(labels: Any, *, source: str = "labels") -> tuple[np.ndarray, np.ndarray]:
     """Integer codes 0..K-1 for ``labels``, and the K sorted classes they index."""
-    labels = _labels_array(labels, source)
+    labels = label_values(labels, source=source)
     classes, codes = np.unique(labels, return_inverse=True)
     return codes.reshape(-1).astype(np.int64), classes
 
 
 def encode_among(labels: Any, classes: tuple[Any, ...], *, source: str = "labels") -> np.ndarray:
     """Codes 0..C-1 of ``labels`` among known ``classes``; an unknown label is a DataError."""
-    labels = _labels_array(labels, source)
+    labels = label_values(labels, source=source)
     codes = np.full(labels.shape[0], -1, dtype=np.int64)
     for code, label in enumerate(classes):  # == matches 7 and 7.0; a str never equals a number
         match = np.asarray(labels == label, dtype=bool)

@@ -48,6 +48,7 @@ from calopt.io.files import (
     read_libsvm_block,
     text_blocks,
 )
+from calopt.io.labels import label_values
 
 __all__ = [
     "BUFFER_ROWS",
@@ -103,6 +104,9 @@ class ChunkSource:
     seekable: bool = False
     #: The number of rows when known before reading (array directories), else None.
     n_rows: int | None = None
+    #: The columns' names, ``{"feature_names", "label_column"}``, when the file names them (a CSV
+    #: header once its first block is read, Parquet), else None: the columns are known by position.
+    columns: dict[str, Any] | None = None
     #: The peak bytes a row of the first pass's sample costs, when known before reading (array
     #: directories), else None: a dense directory's sample is filled in place (a row's bytes as
     #: read); a CSR directory's is stacked from its parts at the end of the pass (twice them).
@@ -188,10 +192,10 @@ class _CsvSource(_TextSource):
 
     def _parse(self, block: bytes, line: int) -> Part:
         if line == 1:
-            X, labels = read_csv_block(self.found, block, line, *self.options)
+            X, labels, self.columns = read_csv_block(self.found, block, line, *self.options)
             self.layout = csv_layout(self.found, block, *self.options[:2])
         else:
-            X, labels = read_csv_block(self.found, block, line, *self.layout, False)
+            X, labels, _ = read_csv_block(self.found, block, line, *self.layout, False)
         return Part(X, labels)
 
 
@@ -440,6 +444,8 @@ class _ParquetSource(ChunkSource):
             raise DataError(f"{self.source}: {len(names)} column; need features and a label")
         self.label = names[label_column_index(label_column, names, self.source)]
         self.features = [name for name in names if name != self.label]
+        if len(set(names)) == len(names):  # a name given twice cannot find its column: by position
+            self.columns = {"feature_names": self.features, "label_column": self.label}
         self.errors = pyarrow.ArrowException
         self.starts = np.concatenate([[0], np.cumsum([self.file.metadata.row_group(g).num_rows
                                                       for g in range(self.file.num_row_groups)])])
@@ -455,7 +461,11 @@ class _ParquetSource(ChunkSource):
                 X = np.column_stack([batch.column(name).to_numpy(zero_copy_only=False) for name in self.features])
             except (self.errors, ValueError, TypeError) as exc:
                 raise DataError(f"{self.source}: row group {index}: {one_line(exc, 80)}") from None
-            labels = batch.column(self.label).to_numpy(zero_copy_only=False)
+            column = batch.column(self.label)
+            if column.null_count:  # to_numpy would make them None (a class "None") or NaN
+                row = first + int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0]) + 1
+                raise DataError(f"{self.source}: row {row}: the label (column {one_line(self.label, 40)!r}) is missing")
+            labels = column.to_numpy(zero_copy_only=False)
             if labels.dtype.kind == "O":
                 labels = labels.astype(str)
             yield replace(_checked_features(X, labels, self.source, first), unit=index)
@@ -492,6 +502,8 @@ class _Chunks(ChunkSource):
         X, labels = item
         X = X.tocsr() if sp.issparse(X) else to_numpy(X)
         labels = np.asarray(to_numpy(labels))
+        if labels.dtype.kind == "O" and labels.ndim == 1 and labels.size:  # a pandas column of text, say
+            labels = label_values(labels, source=f"the chunk at row {start}")
         if getattr(X, "ndim", 0) != 2 or labels.ndim != 1 or X.shape[0] != labels.shape[0]:
             raise DataError(f"chunk at row {start}: X of shape {np.shape(X)} and y of shape {labels.shape} "
                             f"(need 2-D X and 1-D y of as many rows)")
@@ -598,6 +610,8 @@ class Survey:
     sample_index: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     #: The seeded random keys of the sample's rows (the sample is the rows with the smallest keys).
     sample_keys: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: The columns' names when the file gives them (:attr:`ChunkSource.columns`).
+    columns: dict[str, Any] | None = None
 
     def bottom(self, rows: int) -> np.ndarray:
         """Positions in ``sample`` of its ``rows`` rows with the smallest keys, increasing: the
@@ -607,8 +621,10 @@ class Survey:
         return np.sort(np.argpartition(self.sample_keys, rows)[:rows])
 
     def reading(self) -> dict[str, Any]:
-        """How the file was read (a model's ``options["data"]``, as for in-memory files)."""
-        return {"format": self.format, "zero_based": self.zero_based, "n_features": self.n_features}
+        """How the file was read (a model's ``options["data"]``, as for in-memory files; with the
+        columns' names when the file gives them, so that later CSV files are matched by name)."""
+        return {"format": self.format, "zero_based": self.zero_based, "n_features": self.n_features,
+                **(self.columns or {})}
 
 
 def widen(X: Any, width: int) -> Any:
@@ -791,7 +807,7 @@ def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
         sample, sample_index, sample_keys = None, np.zeros(0, np.int64), np.zeros(0)
     found = Survey(source.source, source.format, n, width, np.concatenate(labels), max_abs, part_rows,
                    has_zero=has_zero, open_width=source.open_width, nnz=nnz, sparse=sparse,
-                   sample=sample, sample_index=sample_index, sample_keys=sample_keys)
+                   sample=sample, sample_index=sample_index, sample_keys=sample_keys, columns=source.columns)
     source.settle(found)
     found.zero_based = source.zero_based
     return found

@@ -85,9 +85,36 @@ class Model:
     def n_features(self) -> int:
         return int(self.coef.shape[0])
 
+    @property
+    def positive(self) -> Any:
+        """The positive class (a binary model's ``classes[1]``); None for one-vs-rest."""
+        return None
+
     def decision_function(self, X: Any) -> Any:
-        """Scores ``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse)."""
-        return linear_scores(X, self.coef, self.intercept)
+        """Scores ``X @ coef + intercept`` on X's backend (NumPy for scipy.sparse); a DataFrame's
+        columns are matched by name when the model has :attr:`feature_names`."""
+        return linear_scores(self._by_name(X), self.coef, self.intercept)
+
+    def _by_name(self, X: Any) -> Any:
+        """A DataFrame's columns in the order of :attr:`feature_names` (any order given, as a CSV's);
+        a missing or unknown column is a DataError naming it. Anything else is returned as it is."""
+        names, columns = self.feature_names, getattr(X, "columns", None)
+        if names is None or columns is None or not hasattr(X, "dtypes"):
+            return X
+        given = list(columns)
+        missing = next((name for name in names if name not in given), None)
+        unknown = next((name for name in given if name not in set(names)), None)
+        if missing is not None or unknown is not None:
+            problem = (f"no column {missing!r}, a feature of the model" if missing is not None else
+                       f"column {unknown!r} is not a feature of the model")
+            raise DataError(f"X: {one_line(problem)} (its features: {one_line(', '.join(names), 80)})")
+        return X[names].to_numpy()
+
+    @property
+    def feature_names(self) -> list[str] | None:
+        """The features' names, in the order of ``coef``, when the training data named them
+        (a CSV header, a DataFrame's columns); None: the features are matched by position."""
+        return self.options.get("data", {}).get("feature_names")
 
     def score(self, X: Any, y: Any, measure: Any = None) -> float:
         """The measure (default: the one trained for) on (X, y); the macro average one-vs-rest."""
@@ -173,6 +200,15 @@ class Model:
         _check(isinstance(data, dict) and (data.get("zero_based") is None or type(data["zero_based"]) is bool)
                and isinstance(data.get("format", ""), str),
                f"options.data must say how the training data were read, not {_shown(data)}")
+        names, label = data.get("feature_names"), data.get("label_column")
+        _check(names is None or (isinstance(names, list) and len(names) == coef.shape[0] and
+                                 all(isinstance(n, str) for n in names) and len(set(names)) == len(names)),
+               f"options.data.feature_names must be {coef.shape[0]} distinct names, not {_shown(names)}")
+        _check(label is None or isinstance(label, str),
+               f"options.data.label_column must be a name, not {_shown(label)}")
+        index = data.get("label_index")
+        _check(index is None or (type(index) is int and 0 <= index <= coef.shape[0]),
+               f"options.data.label_index must be a column number, not {_shown(index)}")
         history = metadata["history"]
         _check(isinstance(history, list) and all(isinstance(row, dict) for row in history),
                f"history must be a list of objects, not {_shown(history)}")
@@ -276,10 +312,16 @@ class LinearModel(Model):
         return to_sklearn(self.coef, self.intercept, self.classes)
 
     # -- files --------------------------------------------------------------------
+    @property
+    def positive(self) -> Any:
+        """The positive class: the one TPR, recall and precision are about (``classes[1]``)."""
+        return self.classes[1]
+
     def _metadata(self) -> dict[str, Any]:
         metadata = super()._metadata()
-        return {**dict(list(metadata.items())[:3]), "intercept": float(self.intercept),
-                "threshold": float(self.threshold), **dict(list(metadata.items())[3:])}
+        return {**dict(list(metadata.items())[:4]), "positive": json_label(self.positive),
+                "intercept": float(self.intercept), "threshold": float(self.threshold),
+                **dict(list(metadata.items())[4:])}
 
     @classmethod
     def _from_file(cls, arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> LinearModel:
@@ -289,6 +331,10 @@ class LinearModel(Model):
         _check(len(common["classes"]) == 2, f"a binary model has 2 classes, not {len(common['classes'])}")
         for key in ("intercept", "threshold"):
             _check(_is_number(metadata.get(key)), f"{key} must be a finite number, not {_shown(metadata.get(key))}")
+        positive = metadata.get("positive", common["classes"][1])  # files of before issue 23: classes[1]
+        _check(type(positive) is type(common["classes"][1]) and positive == common["classes"][1],
+               f"positive must be the second of the classes {_shown(list(common['classes']))}, "
+               f"not {_shown(positive)}")
         return cls(**common, intercept=float(metadata["intercept"]), threshold=float(metadata["threshold"]))
 
 

@@ -56,7 +56,7 @@ from calopt.backends import get_backend, is_sparse, to_numpy
 from calopt.errors import DataError, ParameterError, TrainingError, TrainingInterrupted
 from calopt.io.batches import ArrayReader
 from calopt.io.files import Dataset, align_features, read_data
-from calopt.io.labels import encode_binary, encode_like, json_label
+from calopt.io.labels import binary_classes, encode_like, json_label, label_values
 from calopt.measures import confusion_counts
 from calopt.models.linear import LinearModel
 from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint
@@ -433,18 +433,20 @@ def fit_on_cluster(
         arrays = None if files else (X if is_sparse(X) else np.asarray(to_numpy(X)))
         shards = _Shards(client, [os.fspath(p) for p in X] if isinstance(X, (list, tuple)) else
                          (os.fspath(X) if files else arrays),
-                         None if files else to_numpy(y), dict(read_options or {}))
+                         None if files else label_values(to_numpy(y), source="training labels"),
+                         dict(read_options or {}))
         # the first exact round: rows, classes and their counts, the max-abs scaling
         stats = shards.map(_shard_stats, what="the first pass")
         labels = np.concatenate([s["labels"] for s in stats])
         distinct = np.unique(labels)
         if distinct.size > 2:
             raise ParameterError(f"the training labels have {distinct.size} classes; a Dask run trains two")
-        _, classes = encode_binary(distinct, positive=positive, source="training labels")
         counts = {}
         for s in stats:
             for label, count in zip(s["labels"], s["counts"]):
                 counts[label.item()] = counts.get(label.item(), 0) + int(count)
+        classes = binary_classes(distinct, [counts[c.item()] for c in distinct], positive=positive,
+                                 source="training labels")
         n = sum(s["rows"] for s in stats)
         d = max(s["features"] for s in stats)
         bases = {s["zero_based"] for s in stats}

@@ -40,11 +40,12 @@ from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
 from calopt.backends import device, namespace
 from calopt.errors import DataError, ModelFileError, ParameterError, TrainingError, TrainingInterrupted
-from calopt.io.labels import encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text
+from calopt.io.labels import (encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text,
+                              label_values)
 from calopt.constraints import ConstrainedMeasure, RateConstraint, RateObjective, constrain, parse_constraint
 from calopt.constraints import held_out_unmet_message, parse_constraints, unmet_message
 from calopt.measures import Measure, confusion_counts
-from calopt.models.linear import LinearModel, MulticlassModel
+from calopt.models.linear import LinearModel, Model, MulticlassModel
 from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
 from calopt.training.loop import NONFINITE, EpochRecord, LoopResult
 from calopt.training.selection import (
@@ -475,8 +476,10 @@ def fit(
     """Train a linear classifier that maximises ``measure`` on (X, y).
 
     ``X`` is a 2-D array of any supported backend (or scipy.sparse, kept sparse on
-    NumPy), ``y`` the labels. Two distinct labels train a binary
-    :class:`~calopt.models.linear.LinearModel` (``positive`` picks the positive class);
+    NumPy; a DataFrame's column names, distinct strings, become ``model.feature_names``),
+    ``y`` the labels (any dtype; a missing one is an error). Two distinct labels train a binary
+    :class:`~calopt.models.linear.LinearModel` (``positive`` picks the positive class; by
+    default 1 of {0, 1} and {-1, 1}, True, else the smaller class: :func:`~calopt.io.labels.binary_classes`);
     more train one-vs-rest, as :func:`fit_multiclass` describes, and return a
     :class:`~calopt.models.linear.MulticlassModel`. ``measure``, ``algorithm`` and
     ``loss`` are names with optional parameters (``"fbeta:beta=2"``) or component
@@ -543,7 +546,7 @@ def fit(
                                interrupt=interrupt)
     if y is None:
         raise ParameterError("y (the labels) is needed; only a Dask run (cluster=) reads them from files")
-    labels = to_numpy(y)
+    labels = label_values(to_numpy(y), source="training labels")
     parsed = parse_constraints(constraints)
     if np.unique(labels).size > 2:
         if parsed:
@@ -552,12 +555,12 @@ def fit(
         if positive is not None:
             raise ParameterError(f"positive={positive!r}: a positive class is for two-class labels; "
                                  f"the training labels have {np.unique(labels).size} classes")
-        return fit_multiclass(X, labels, algorithm=algorithm, loss=loss, measure=measure, backend=backend,
+        return _named(X, fit_multiclass(X, labels, algorithm=algorithm, loss=loss, measure=measure, backend=backend,
                               dtype=dtype, device=device, epochs=epochs, batch_size=batch_size, seed=seed,
                               scale=scale, sample_weight=sample_weight, select=select, patience=patience,
                               max_epochs=max_epochs, eval_set=eval_set, callback=callback,
                               checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-                              interrupt=interrupt)
+                              interrupt=interrupt))
     measure = constrain(registry.get_measure(measure), parsed)
     algorithms = _algorithms(measure, algorithm, loss)
     fixed = given_parameters(algorithm) if len(algorithms) == 1 else set()
@@ -578,11 +581,20 @@ def fit(
     started = time.perf_counter()
     data = prepare(X, y_pm, resolved, scale, weight)
     evaluation = None if eval_set is None else prepare(eval_set[0], eval_labels, resolved, data.scale)
-    return _fit_binary(data, classes, measure, algorithms, evaluation, epochs=epochs,
-                       batch_size=batch_size, seed=seed, scale=scale, tune_threshold=tune_threshold,
-                       started=started, select=rule, fixed=fixed, patience=patience, max_epochs=max_epochs,
-                       callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-                       interrupt=interrupt)
+    return _named(X, _fit_binary(data, classes, measure, algorithms, evaluation, epochs=epochs,
+                                 batch_size=batch_size, seed=seed, scale=scale, tune_threshold=tune_threshold,
+                                 started=started, select=rule, fixed=fixed, patience=patience, max_epochs=max_epochs,
+                                 callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                                 resume=resume, interrupt=interrupt))
+
+
+def _named(X: Any, model: Model) -> Model:
+    """``model`` with the names of a DataFrame's columns as its ``feature_names`` (when they are
+    distinct strings, as scikit-learn's ``feature_names_in_``); other inputs leave it as it is."""
+    names = list(getattr(X, "columns", None) if hasattr(X, "columns") and hasattr(X, "dtypes") else [])
+    if names and all(isinstance(name, str) for name in names) and len(set(names)) == len(names):
+        model.options["data"] = {**model.options.get("data", {}), "feature_names": names}
+    return model
 
 
 def _fit_on_cluster(X: Any, y: Any, *, backend: Any, device: Any, sample_weight: Any, eval_set: Any,
@@ -768,7 +780,7 @@ def fit_multiclass(
     :func:`fit`; one class at a time, the checkpoint also holds the classes already
     finished.
     """
-    labels = to_numpy(y)
+    labels = label_values(to_numpy(y), source="training labels")
     codes, classes = encode_multiclass(labels, source="training labels")
     if classes.size < 2:
         raise DataError(f"only one class ({label_text(classes[0])}); need two or more", source="training labels")
