@@ -82,7 +82,7 @@ def main():
                                         seed=seed, epochs=args.epochs)
                     single_seconds = time.perf_counter() - begun
                     begun = time.perf_counter()
-                    per_pass = math.ceil(math.ceil(train.n_samples / args.workers) / single.options["batch_size"])
+                    per_pass = math.ceil(math.ceil(train.n_samples / args.workers) / single.fit_report.batch_size)
                     steps = None if args.rounds_per_pass == 1 else math.ceil(per_pass / args.rounds_per_pass)
                     rounds = args.epochs if steps is None else math.ceil(args.epochs * per_pass / steps)
                     local = fit_on_cluster(cluster=client, measure=measure, algorithm=algorithm, seed=seed,

@@ -42,6 +42,7 @@ from calopt.io.labels import json_label, show_label
 from calopt.io.stream import is_chunked
 from calopt.measures import confusion_counts
 from calopt.models.linear import LinearModel, Model, MulticlassModel
+from calopt.models.report import FitReport, PartialFitReport
 from calopt.training.loop import Trainer, run
 from calopt.training.pipeline import fit, prepare, resolve_backend
 from calopt.training.selection import MAX_EPOCHS, PATIENCE, choose_settings
@@ -181,7 +182,7 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
     constraints : list of str, default=None
         Rate constraints for two classes (``["precision>=0.9", "fpr<=0.01"]``): ``fit``
         maximises ``measure`` subject to them (see :func:`calopt.fit`); each one's
-        training and held-out value is in ``model_.options["constraints"]`` and one not
+        training and held-out value is in ``model_.fit_report.constraints`` and one not
         met on the training data is a ``UserWarning``. ``partial_fit`` does not take them.
     pos_label : label, default=None
         The positive class of two (the one the measure is about): :func:`calopt.fit`'s
@@ -286,15 +287,15 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
                         sample_weight=weight)
         else:
             model = fit(X, codes, **options, seed=_seed(self.random_state), sample_weight=weight)
-        for entry in model.options.get("constraints", []):
+        for entry in model.fit_report.constraints or ():
             if not entry["satisfied"]:
                 warnings.warn(unmet_message(entry), UserWarning, stacklevel=2)
-        if weight is not None and model.options.get("one_vs_rest") == "per class":
+        if weight is not None and model.fit_report.one_vs_rest == "per class":
             model = _weighted_spread(model, X, weight)
         if not binary:
             model = dataclasses.replace(model, classes=tuple(json_label(c) for c in self.classes_))
         self._set_model(model, X)
-        self.n_iter_ = int(model.options["epochs"])
+        self.n_iter_ = int(model.fit_report.epochs)
         self.__dict__.pop("_stream", None)
         return self
 
@@ -599,10 +600,10 @@ class _Stream:
         common = dict(classes=labels, measure=self.problem.measure.spec,
                       algorithm=self.algorithms[0].spec, loss=self.problem.loss.spec,
                       scale=np.ones(coef.shape[0]),
-                      options={"epochs": self.calls, "batch_size": self.batch_size, "seed": self.seed,
-                               "backend": self.backend_name, "dtype": self.dtype_name, "scale": False,
-                               "tune_threshold": False, "partial_fit": {"calls": self.calls, "rows": self.rows},
-                               "algorithm_params": [a.params for a in self.algorithms]},
+                      fit_report=FitReport(epochs=self.calls, batch_size=self.batch_size, seed=self.seed,
+                                       backend=self.backend_name, dtype=self.dtype_name, scale=False,
+                                       tune_threshold=False, partial_fit=PartialFitReport(self.calls, self.rows),
+                                       algorithm_params=tuple(a.params for a in self.algorithms)),
                       message=f"partial_fit: {self.calls} calls, {self.rows} rows")
         if len(self.algorithms) == 1:
             return LinearModel(coef=coef[:, 0], intercept=float(intercept[0]), threshold=0.0, **common)
@@ -723,7 +724,7 @@ def _weighted_spread(model: MulticlassModel, X: Any, weight: np.ndarray) -> Mult
     mean = weight @ scores / np.sum(weight)
     spread = np.sqrt(weight @ (scores - mean) ** 2 / np.sum(weight))
     spread = np.where((spread > 0) & np.isfinite(spread), spread, 1.0)
-    options = dict(model.options)
-    if "score_spreads" in options:
-        options["score_spreads"] = (np.asarray(options["score_spreads"]) * spread).tolist()
-    return dataclasses.replace(model, coef=model.coef / spread, intercept=model.intercept / spread, options=options)
+    report = model.fit_report
+    if report.score_spreads is not None:
+        report = report.replace(score_spreads=tuple((np.asarray(report.score_spreads) * spread).tolist()))
+    return dataclasses.replace(model, coef=model.coef / spread, intercept=model.intercept / spread, fit_report=report)

@@ -253,10 +253,10 @@ def echo_json(data: Any) -> None:
 def run_fields(model: Any) -> dict[str, Any]:
     """What a trained model's ``--json`` report starts with (binary and multiclass alike)."""
     return {key: getattr(model, key) for key in ("measure", "algorithm", "loss")} | {
-        "backend": model.options["backend"], "dtype": model.options["dtype"],
-        "fit_seconds": model.fit_seconds, "epochs": model.options["epochs"],
-        "batch_size": model.options["batch_size"]} | (
-        {"selection": model.options["selection"]} if model.options.get("selection") else {})
+        "backend": model.fit_report.backend, "dtype": model.fit_report.dtype,
+        "fit_seconds": model.fit_seconds, "epochs": model.fit_report.epochs,
+        "batch_size": model.fit_report.batch_size} | (
+        {"selection": model.fit_report.selection} if model.fit_report.selection else {})
 
 
 def epochs_text(epochs: int, unit: str = "epoch") -> str:

@@ -112,7 +112,7 @@ def train_stream(source: str, csv: Any, *, test: str | None, options: dict[str, 
             raise exc.renamed({"training labels": f"{stream.source} labels"}) from None
     test_summary = None
     if test is not None:
-        test_set = load_dataset(test, csv, split="test", like=model.options["data"],
+        test_set = load_dataset(test, csv, split="test", like=model.fit_report.data.to_json(),
                                 of=f"the training data ({stream.source})")
         test_summary = model.summary(test_set.X, test_set.labels)
     if model_output is not None:
@@ -121,16 +121,16 @@ def train_stream(source: str, csv: Any, *, test: str | None, options: dict[str, 
     if as_json:
         echo_json({"task": "binary", "classes": [label_text(c) for c in model.classes],
                    "positive": label_text(model.positive), **run_fields(model),
-                   "stream": model.options["stream"], "train": {"value": train_value}, "test": test_summary,
+                   "stream": model.fit_report.stream.to_json(), "train": {"value": train_value}, "test": test_summary,
                    "history": model.history, "status": model.message,
                    "model": str(model_output.path) if model_output is not None else None})
         if model.status < 0:
             raise typer.Exit(3)
         return
     console = Console()
-    stream_info = model.options["stream"]
-    console.print(f"{model.describe()}: streamed {stream_info['rows']:,} rows in {stream_info['parts']} parts, "
-                  f"{stream_info['passes']} passes, {epochs_text(model.options['epochs'])}, "
+    stream_info = model.fit_report.stream
+    console.print(f"{model.describe()}: streamed {stream_info.rows:,} rows in {stream_info.parts} parts, "
+                  f"{stream_info.passes} passes, {epochs_text(model.fit_report.epochs)}, "
                   f"positive class {label_text(model.positive)}, fit in {model.fit_seconds:.2f} s",
                   markup=False, highlight=False)
     if train_value is not None:

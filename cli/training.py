@@ -30,6 +30,7 @@ from calopt.io import datasets
 from calopt.io.files import STDIN, Dataset, align_features, read_data
 from calopt.io.labels import label_text
 from calopt.models.linear import load_model
+from calopt.models.report import DataReading
 from calopt.training.selection import MAX_EPOCHS, PATIENCE
 from calopt_cli.options import (
     AlgorithmOpt,
@@ -103,7 +104,7 @@ class CsvOptions:
 
 
 def reading(dataset: Dataset) -> dict[str, Any]:
-    """How a training file was read, kept in the model as ``options["data"]`` so that every
+    """How a training file was read, kept in the model as ``report.data`` so that every
     later file (``--test``, evaluate, predict, aggregate) is read the same way: with the
     training CSV's header, its features' and label column's names (later CSV files are
     matched by name); ``feature_names`` None: by position."""
@@ -118,7 +119,8 @@ def reading(dataset: Dataset) -> dict[str, Any]:
 
 def model_reading(model: Any) -> dict[str, Any]:
     """How the model's training data were read (older model files: only its width is known)."""
-    return {**model.options.get("data", {}), "n_features": model.n_features}
+    data = model.fit_report.data
+    return {**(data.to_json() if data is not None else {}), "n_features": model.n_features}
 
 
 def load_dataset(source: str, csv: CsvOptions, *, split: str = "train", like: dict[str, Any] | None = None,
@@ -442,23 +444,24 @@ def train(
     except DataError as exc:
         raise exc.renamed(sources) from None
     if train_set is not None:
-        model.options["data"] = reading(train_set)
+        model.fit_report = model.fit_report.replace(data=DataReading.from_json(reading(train_set)))
     if test is not None and dask is not None:
-        test_set = load_dataset(test, csv, split="test", like=model.options["data"], of=f"the training data ({source})")
+        test_set = load_dataset(test, csv, split="test", like=model.fit_report.data.to_json(),
+                                of=f"the training data ({source})")
     if model_output is not None:
         model.save(model_output.path)
     _remove_finished_checkpoint(checkpoint_output)
     if model.status < 0:  # reported, and the exit code says so after the results
         typer.echo(f"calopt: warning: {model.message}; exit code 3", err=True)
-    constrained = model.options.get("constraints", [])
-    selection = model.options.get("selection") or {}
+    constrained = list(model.fit_report.constraints or ())
+    selection = model.fit_report.selection or {}
     if constrained and selection.get("value", 0.0) < 0:  # no threshold feasible on the held-out rows
         typer.echo(f"calopt: warning: {held_out_unmet_message(constrained, selection['rule'])}", err=True)
     for entry in constrained:
         if not entry["satisfied"]:
             typer.echo(f"calopt: warning: {unmet_message(entry)}", err=True)
     if dask is not None:  # measured by the workers at the end of training
-        summaries = [(source if train_set is None else train_set.source, model.options["cluster"]["train"])]
+        summaries = [(source if train_set is None else train_set.source, dict(model.fit_report.cluster.train))]
     else:
         summaries = [(train_set.source, model.summary(train_set.X, train_set.labels))]
     if test_set is not None:
@@ -472,10 +475,10 @@ def train(
             "classes": [label_text(c) for c in model.classes],
             "positive": positive_text(model),
             **run_fields(model),
-            **({"rank": model.options["rank"]} if model.options.get("rank") else {}),
+            **({"rank": model.fit_report.rank} if model.fit_report.rank else {}),
             "train": summaries[0][1],
             "test": summaries[1][1] if test_set is not None else None,
-            **({"constraints": constrained, "threshold_rule": model.options.get("threshold_rule")}
+            **({"constraints": constrained, "threshold_rule": model.fit_report.threshold_rule}
                if constraints else {}),
             "history": model.history,
             "status": model.message,
@@ -488,15 +491,15 @@ def train(
     console = Console()
     title = model.describe() + (f" (diverged: {model.message})" if model.status < 0 else "")
     table = _summary_table(title, summaries, model.measure)
-    rank = f", rank {model.options['rank']}" if model.options.get("rank") else ""
-    cluster = model.options.get("cluster")
-    passes = epochs_text(model.options["epochs"]) if not cluster else \
-        f"{epochs_text(model.options['epochs'], 'round')} on {cluster['workers']} Dask workers ({cluster['mode']})"
+    rank = f", rank {model.fit_report.rank}" if model.fit_report.rank else ""
+    cluster = model.fit_report.cluster
+    passes = epochs_text(model.fit_report.epochs) if not cluster else \
+        f"{epochs_text(model.fit_report.epochs, 'round')} on {cluster.workers} Dask workers ({cluster.mode})"
     positive_class = f", positive class {positive_text(model)}" if model.positive is not None else ""
-    table.caption = escape(f"{model.options['backend']}, {passes}{rank}{positive_class}, "
+    table.caption = escape(f"{model.fit_report.backend}, {passes}{rank}{positive_class}, "
                            f"fit in {model.fit_seconds:.2f} s")
     console.print(table)
-    chosen = selection_text(model.options.get("selection"), model.measure)
+    chosen = selection_text(model.fit_report.selection, model.measure)
     if chosen:
         console.print(chosen)
     if constrained:

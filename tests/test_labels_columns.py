@@ -332,7 +332,7 @@ def test_a_model_trained_without_a_header_reads_by_position(files, tmp_path):
     model = tmp_path / "bare.npz"
     assert invoke("train", bare_train, "-o", model, *QUICK).exit_code == 0
     loaded = load_model(model)
-    assert loaded.feature_names is None and loaded.options["data"]["feature_names"] is None
+    assert loaded.feature_names is None and loaded.fit_report.data.feature_names is None
     scores = pd.read_csv(files["test"])[FEATURES].to_numpy() @ loaded.coef + loaded.intercept
     assert predictions(model, bare_test) == [loaded.classes[int(s > 0)] for s in scores]
 

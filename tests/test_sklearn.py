@@ -46,6 +46,7 @@ from sklearn.utils.metaestimators import available_if
 
 import calopt
 from calopt import datasets, registry
+from calopt.models.report import PartialFitReport
 from calopt.registry import plugin_manager
 from calopt.sklearn import CaloptClassifier, make_scorer, measure_score
 
@@ -170,7 +171,7 @@ def test_fit_is_calopt_fit(measure, algorithm):
     np.testing.assert_array_equal(estimator.predict(X), model.predict(X))
     assert estimator.coef_.shape == (1, 8) and estimator.intercept_.shape == (1,)
     assert estimator.model_.algorithm == model.algorithm
-    assert estimator.n_iter_ == model.options["epochs"] >= 1
+    assert estimator.n_iter_ == model.fit_report.epochs >= 1
 
 
 def test_multiclass_is_one_vs_rest_as_calopt_fit():
@@ -221,7 +222,7 @@ def test_float32_input_trains_in_float32():
     estimator = CaloptClassifier("gmean", random_state=0).fit(X.astype(np.float32), y)
     assert estimator.coef_.dtype == np.float32 and estimator.intercept_.dtype == np.float32
     assert estimator.decision_function(X.astype(np.float32)).dtype == np.float32
-    assert estimator.model_.options["dtype"] == "float32"
+    assert estimator.model_.fit_report.dtype == "float32"
     reference = CaloptClassifier("gmean", random_state=0).fit(X, y)
     assert np.mean(estimator.predict(X) == reference.predict(X)) > 0.97
 
@@ -256,7 +257,7 @@ def test_random_state():
     again = CaloptClassifier(random_state=5).fit(X, y)
     np.testing.assert_array_equal(first.coef_, again.coef_)
     drawn = CaloptClassifier(random_state=np.random.RandomState(5)).fit(X, y)
-    assert drawn.model_.options["seed"] == np.random.RandomState(5).randint(np.iinfo(np.int32).max)
+    assert drawn.model_.fit_report.seed == np.random.RandomState(5).randint(np.iinfo(np.int32).max)
 
 
 def test_errors_are_scikit_learn_value_errors():
@@ -454,7 +455,7 @@ def test_partial_fit_keeps_the_solver_state_across_calls():
     model = calopt.fit(X, y, algorithm="gd", epochs=7, scale=False, tune_threshold=False, seed=0)
     np.testing.assert_allclose(estimator.coef_[0], model.coef, rtol=1e-9)
     np.testing.assert_allclose(estimator.intercept_[0], model.intercept, rtol=1e-9)
-    assert estimator.n_iter_ == 7 and estimator.model_.options["partial_fit"] == {"calls": 7, "rows": 7 * y.size}
+    assert estimator.n_iter_ == 7 and estimator.model_.fit_report.partial_fit == PartialFitReport(calls=7, rows=7 * y.size)
 
 
 def test_partial_fit_on_a_stream_of_mini_batches_reaches_what_fit_reaches():
@@ -561,7 +562,7 @@ def test_torch_inputs_train_and_predict_on_torch():
         predictions = estimator.predict(torch.asarray(X))
     assert isinstance(estimator.coef_, torch.Tensor) and isinstance(scores, torch.Tensor)
     assert isinstance(predictions, torch.Tensor) and predictions.dtype == torch.int64
-    assert estimator.model_.options["backend"] == "torch"
+    assert estimator.model_.fit_report.backend == "torch"
     on_numpy = CaloptClassifier("gmean", random_state=0).fit(X, y)
     # the same run to rounding: scores of order 1 agree to 1e-6 (torch and NumPy sum in different orders,
     # and L-BFGS's later passes carry that difference along)

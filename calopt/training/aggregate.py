@@ -50,6 +50,7 @@ from calopt.io.labels import encode_like
 from calopt.losses import Loss
 from calopt.measures import Measure
 from calopt.models.linear import LinearModel
+from calopt.models.report import FitReport
 from calopt.training.loop import CONVERGED
 from calopt.training.pipeline import BinaryTask, Trained, prepare, train
 from calopt.training.selection import (
@@ -308,7 +309,7 @@ def aggregate(
     :data:`~calopt.training.selection.CV_MINORITY` rows, else one stratified held-out part,
     as :func:`calopt.fit` decides), ``"cv:K"``, ``"holdout:F"``, or ``"none"`` (the
     mixture, no check). The one kept is refitted on every row. The result's
-    ``options["aggregate"]`` records the models, their scales, θ̂, the candidates'
+    ``report.aggregate`` records the models, their scales, θ̂, the candidates'
     held-out values, the bootstrap win probability and what was chosen.
     """
     named = load_models(models)
@@ -381,14 +382,14 @@ def aggregate(
         algorithm=algorithm_spec,
         loss=loss.spec,
         threshold=threshold,
-        options={"epochs": epochs_run, "batch_size": fit["batch_size"], "seed": seed,
-                 "backend": "numpy", "dtype": get_backend("numpy").dtype_name,
-                 "tune_threshold": tune_threshold, "algorithm_params": params,
-                 "aggregate": {"models": names, "scales": mixture.scales.tolist(), "theta": mixture.theta.tolist(),
-                               "weighting": weighting, "class_weights": [negative_weight, positive_weight],
-                               "anchor": None if mixture.anchor is None else names[mixture.anchor],
-                               "base_algorithms": [model.algorithm for model in bases],
-                               "select": selection, "chosen": candidates[chosen][0]}},
+        fit_report=FitReport(epochs=epochs_run, batch_size=fit["batch_size"], seed=seed, backend="numpy",
+                         dtype=get_backend("numpy").dtype_name, tune_threshold=tune_threshold, algorithm_params=params,
+                         aggregate={"models": names, "scales": mixture.scales.tolist(),
+                                    "theta": mixture.theta.tolist(), "weighting": weighting,
+                                    "class_weights": [negative_weight, positive_weight],
+                                    "anchor": None if mixture.anchor is None else names[mixture.anchor],
+                                    "base_algorithms": [model.algorithm for model in bases],
+                                    "select": selection, "chosen": candidates[chosen][0]}),
         history=history,
         fit_seconds=seconds,
         status=status,

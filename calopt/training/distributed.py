@@ -59,6 +59,7 @@ from calopt.io.files import Dataset, align_features, read_data
 from calopt.io.labels import binary_classes, encode_like, json_label, label_values
 from calopt.measures import confusion_counts
 from calopt.models.linear import LinearModel
+from calopt.models.report import ClusterReport, DataReading, FitReport
 from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint
 from calopt.training.loop import CALLBACK, CONVERGED, INTERRUPTED, MAXITER, NONFINITE, EpochRecord, LoopResult, Trainer
 from calopt.training.selection import best_candidate, trial_scores
@@ -499,10 +500,10 @@ def fit_on_cluster(
     return LinearModel(
         coef=w_host / factors, intercept=b_host - threshold, classes=classes, measure=measure.spec,
         algorithm=algorithm.spec, loss=loss.spec, scale=factors, threshold=threshold,
-        options={"epochs": result.epochs, "batch_size": batch, "seed": seed, "backend": "numpy", "dtype": dtype,
-                 "scale": scale, "tune_threshold": tune_threshold, "algorithm_params": algorithm.params,
-                 "select": "none", "cluster": {**options["cluster"], "train": train},
-                 **({"data": reading} if files else {})},
+        fit_report=FitReport(epochs=result.epochs, batch_size=batch, seed=seed, backend="numpy", dtype=dtype, scale=scale,
+                         tune_threshold=tune_threshold, algorithm_params=algorithm.params, select="none",
+                         cluster=ClusterReport(mode=mode, workers=shards.count, local_steps=local_steps, train=train),
+                         data=DataReading.from_json(reading) if files else None),
         history=result.history, fit_seconds=seconds, status=result.status, message=result.message,
         version=__version__,
     )

@@ -46,6 +46,7 @@ from calopt.constraints import ConstrainedMeasure, RateConstraint, RateObjective
 from calopt.constraints import held_out_unmet_message, parse_constraints, unmet_message
 from calopt.measures import Measure, confusion_counts
 from calopt.models.linear import LinearModel, Model, MulticlassModel
+from calopt.models.report import DataReading, FitReport
 from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
 from calopt.training.loop import NONFINITE, EpochRecord, LoopResult
 from calopt.training.selection import (
@@ -77,7 +78,7 @@ Array = Any
 Callback = Callable[[EpochRecord], None]
 #: Passes when they are not chosen on held-out data (``select="none"``) and not given.
 DEFAULT_EPOCHS = 10
-#: How a constrained model's threshold was chosen (``model.options["threshold_rule"]``): the
+#: How a constrained model's threshold was chosen (``model.fit_report.threshold_rule``): the
 #: settings selection's best feasible threshold on the out-of-fold scores, carried over by its
 #: positive share to the nearest threshold that meets the constraints on the training rows too.
 SHARE_FEASIBLE = "out-of-fold share, feasible on the training rows"
@@ -500,7 +501,7 @@ def fit(
     ``algorithm`` defaults to the one a plugin declares for binary problems (the built-ins:
     ``lbfgs``, the plug-in route); ``algorithm="auto"`` compares the measure's own solver
     (``spade``, ``stamp``) with it on the same folds and keeps the better
-    (``model.options["selection"]`` says which, with every candidate's held-out value).
+    (``model.fit_report.selection`` says which, with every candidate's held-out value).
     ``eval_set=(X_test, y_test)`` adds the test value of each epoch to the history. The
     model's ``history`` has one row per epoch (``train`` and ``test`` at the threshold
     tuned as for the final model, so the last row is the model's own values) and
@@ -521,12 +522,12 @@ def fit(
     is chosen on rows the weights did not see: the best feasible one on the chosen
     candidate's out-of-fold scores, carried over by its positive share to the nearest
     threshold that meets the constraints on the training rows too (none does: the closest
-    to feasible there); ``model.options["threshold_rule"]`` says which, and the message says
+    to feasible there); ``model.fit_report.threshold_rule`` says which, and the message says
     when no threshold met the constraints on the held-out rows. With ``select="none"`` it is
     the best feasible one on the training rows, or on the held-out part of an algorithm that
     holds one out;
     the default algorithm (``lbfgs``) trains the weights by the plug-in route;
-    ``algorithm="constrained"`` by the Lagrangian primal-dual solver. ``model.options["constraints"]`` holds each
+    ``algorithm="constrained"`` by the Lagrangian primal-dual solver. ``model.fit_report.constraints`` holds each
     constraint's value on the training, held-out (``validation``: the out-of-fold predictions)
     and ``eval_set`` rows and whether it holds there;
     ``model.message`` says which are not met on the training data.
@@ -593,7 +594,8 @@ def _named(X: Any, model: Model) -> Model:
     distinct strings, as scikit-learn's ``feature_names_in_``); other inputs leave it as it is."""
     names = list(getattr(X, "columns", None) if hasattr(X, "columns") and hasattr(X, "dtypes") else [])
     if names and all(isinstance(name, str) for name in names) and len(set(names)) == len(names):
-        model.options["data"] = {**model.options.get("data", {}), "feature_names": names}
+        model.fit_report = model.fit_report.replace(data=dataclasses.replace(model.fit_report.data or DataReading(),
+                                                                     feature_names=tuple(names)))
     return model
 
 
@@ -711,7 +713,7 @@ def _fit_binary(data: Prepared, classes: tuple[Any, Any], measure: Measure, algo
             trained.selection["measure"] = measure.spec
         if trained.selection is not None and trained.selection["value"] < 0:  # none feasible out of fold
             unmet.insert(0, held_out_unmet_message(report, trained.selection["rule"]))
-        constrained = {"constraints": report, "threshold_rule": task.rule}
+        constrained = {"constraints": tuple(report), "threshold_rule": task.rule}
         message = "; ".join(filter(None, [message, *unmet]))
     return LinearModel(
         coef=trained.w / data.scale,
@@ -722,12 +724,10 @@ def _fit_binary(data: Prepared, classes: tuple[Any, Any], measure: Measure, algo
         loss=trained.loss.spec,
         scale=data.scale,
         threshold=trained.threshold,
-        options={"epochs": trained.selection["epochs"] if trained.selection else trained.result.epochs,
-                 "batch_size": trained.batch_size, "seed": seed,
-                 "backend": backend.name, "dtype": backend.dtype_name,
-                 "scale": scale, "tune_threshold": tune_threshold,
-                 "algorithm_params": trained.algorithm.params, "select": str(select),
-                 **({"selection": trained.selection} if trained.selection else {}), **constrained},
+        fit_report=FitReport(epochs=trained.selection["epochs"] if trained.selection else trained.result.epochs,
+                         batch_size=trained.batch_size, seed=seed, backend=backend.name, dtype=backend.dtype_name,
+                         scale=scale, tune_threshold=tune_threshold, algorithm_params=trained.algorithm.params,
+                         select=str(select), selection=trained.selection, **constrained),
         history=trained.result.history,
         fit_seconds=trained.seconds,
         status=trained.result.status,
@@ -841,10 +841,10 @@ def fit_multiclass(
         intercept=trained.b,
         classes=classes, measure=measure.spec, algorithm=trained.algorithm.spec, loss=loss.spec,
         scale=data.scale,
-        options={"epochs": trained.result.epochs, "batch_size": problem.batch_size, "seed": seed,
-                 "backend": resolved.name, "dtype": resolved.dtype_name, "scale": scale,
-                 "algorithm_params": trained.algorithm.params,
-                 "rank": getattr(trained.reader, "rank", None), "sample": getattr(trained.reader, "sample", None)},
+        fit_report=FitReport(epochs=trained.result.epochs, batch_size=problem.batch_size, seed=seed,
+                         backend=resolved.name, dtype=resolved.dtype_name, scale=scale,
+                         algorithm_params=trained.algorithm.params, rank=getattr(trained.reader, "rank", None),
+                         sample=getattr(trained.reader, "sample", None)),
         history=trained.result.history,
         fit_seconds=trained.seconds,
         status=trained.result.status, message=trained.result.message, version=__version__,
@@ -913,7 +913,7 @@ def _fit_one_class_at_a_time(
         spread = spread if spread > 0 and np.isfinite(spread) else 1.0
         finished.append({"coef": model.coef / spread, "intercept": model.intercept / spread,
                          "spread": spread, "history": model.history,
-                         "status": model.status, "message": model.message, "options": model.options,
+                         "status": model.status, "message": model.message, "options": model.fit_report.to_json(),
                          "scale": model.scale.tolist()})
 
     history = [
@@ -927,8 +927,8 @@ def _fit_one_class_at_a_time(
         intercept=np.array([entry["intercept"] for entry in finished]),
         classes=classes, measure=measure.spec, algorithm=algorithm.spec, loss=loss.spec,
         scale=np.asarray(first["scale"], dtype=np.float64),
-        options={**first["options"], "one_vs_rest": "per class",
-                 "score_spreads": [entry.get("spread", 1.0) for entry in finished]},
+        fit_report=FitReport.from_json(first["options"]).replace(
+            one_vs_rest="per class", score_spreads=tuple(entry.get("spread", 1.0) for entry in finished)),
         history=history, fit_seconds=time.perf_counter() - started + (resume.seconds if resume else 0.0),
         status=min(entry["status"] for entry in finished),
         message="; ".join(dict.fromkeys(entry["message"] for entry in finished)),

@@ -55,6 +55,7 @@ from calopt.io.stream import (
     widen,
 )
 from calopt.models.linear import LinearModel
+from calopt.models.report import DataReading, FitReport, StreamReport
 from calopt.training import pipeline
 from calopt.training.loop import NONFINITE, EpochRecord, run
 from calopt.training.pipeline import DEFAULT_EPOCHS, default_batch_size
@@ -194,14 +195,14 @@ def fit_stream(
         loss=loss.spec,
         scale=factors,
         threshold=threshold,
-        options={"epochs": result.epochs, "batch_size": batch_size, "seed": seed, "backend": backend.name,
-                 "dtype": backend.dtype_name, "scale": scale, "tune_threshold": tune_threshold,
-                 "algorithm_params": algorithm.params, "select": "none",
-                 "stream": {"rows": n, "parts": len(found.part_rows), "buffer_rows": buffer_rows,
-                            "sample_rows": trial_rows, "seekable": source.seekable,
-                            "threshold_rows": int(found.sample_index.size) if tune_threshold else 0,
-                            "exact_threshold": exact_pass, "passes": 1 + result.epochs + exact_pass},
-                 "data": found.reading()},
+        fit_report=FitReport(
+            epochs=result.epochs, batch_size=batch_size, seed=seed, backend=backend.name, dtype=backend.dtype_name,
+            scale=scale, tune_threshold=tune_threshold, algorithm_params=algorithm.params, select="none",
+            stream=StreamReport(rows=n, parts=len(found.part_rows), buffer_rows=buffer_rows, sample_rows=trial_rows,
+                                seekable=source.seekable,
+                                threshold_rows=int(found.sample_index.size) if tune_threshold else 0,
+                                exact_threshold=exact_pass, passes=1 + result.epochs + exact_pass),
+            data=DataReading.from_json(found.reading())),
         history=history,
         fit_seconds=time.perf_counter() - started,
         status=result.status,
