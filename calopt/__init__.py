@@ -44,6 +44,7 @@ from calopt.io import datasets
 from calopt.losses import Loss
 from calopt.measures import ConcaveMeasure, Measure, PseudoLinearMeasure
 from calopt.models.linear import LinearModel, MulticlassModel, load_model
+from calopt.models.report import FitReport
 from calopt.registry import (
     get_algorithm,
     get_loss,
@@ -69,6 +70,7 @@ __all__ = [
     "ConcaveMeasure",
     "Constant",
     "DataError",
+    "FitReport",
     "InverseSqrt",
     "IterateAverage",
     "LinearModel",
