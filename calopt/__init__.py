@@ -54,8 +54,7 @@ from calopt.registry import (
     list_measures,
 )
 from calopt.training.aggregate import aggregate
-from calopt.training.pipeline import fit_multiclass
-from calopt.training.stream import fit  # pipeline.fit, or on a stream of chunks
+from calopt.training.api import fit, fit_multiclass  # arrays, a stream of chunks or a Dask cluster
 from calopt.version import __version__
 
 __all__ = [

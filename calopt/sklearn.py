@@ -44,7 +44,8 @@ from calopt.measures import confusion_counts
 from calopt.models.linear import LinearModel, Model, MulticlassModel
 from calopt.models.report import FitReport, PartialFitReport
 from calopt.training.loop import Trainer, run
-from calopt.training.pipeline import fit, prepare, resolve_backend
+from calopt.training.api import fit
+from calopt.training.pipeline import prepare, resolve_backend
 from calopt.training.selection import MAX_EPOCHS, PATIENCE, choose_settings
 from calopt.training.stream import partial_fit_chunks
 
@@ -290,8 +291,6 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         for entry in model.fit_report.constraints or ():
             if not entry["satisfied"]:
                 warnings.warn(unmet_message(entry), UserWarning, stacklevel=2)
-        if weight is not None and model.fit_report.one_vs_rest == "per class":
-            model = _weighted_spread(model, X, weight)
         if not binary:
             model = dataclasses.replace(model, classes=tuple(json_label(c) for c in self.classes_))
         self._set_model(model, X)
@@ -711,20 +710,3 @@ def _one_vs_rest(codes: np.ndarray, k: int, n_problems: int, positive: int = 1) 
 def _positive_rate(positives: float, total: float) -> float:
     """The running share of the positives, (positives + 1)/(total + 2): in (0, 1) before both classes show."""
     return float((positives + 1.0) / (total + 2.0))  # a Python float: array-api-strict takes no NumPy scalar
-
-
-def _weighted_spread(model: MulticlassModel, X: Any, weight: np.ndarray) -> MulticlassModel:
-    """Each class's scores divided by their weighted standard deviation on the training rows.
-
-    One class at a time, the pipeline puts the classes' scores on one scale by their
-    standard deviation over the training rows, unweighted; with sample weights this makes
-    it the weighted one, so that integer weights give what repeated rows give.
-    """
-    scores = np.asarray(to_numpy(model.decision_function(X)), dtype=np.float64)
-    mean = weight @ scores / np.sum(weight)
-    spread = np.sqrt(weight @ (scores - mean) ** 2 / np.sum(weight))
-    spread = np.where((spread > 0) & np.isfinite(spread), spread, 1.0)
-    report = model.fit_report
-    if report.score_spreads is not None:
-        report = report.replace(score_spreads=tuple((np.asarray(report.score_spreads) * spread).tolist()))
-    return dataclasses.replace(model, coef=model.coef / spread, intercept=model.intercept / spread, fit_report=report)

@@ -288,6 +288,29 @@ def test_integer_weights_equal_repeated_rows_for_gd(classes):
     assert not np.allclose(unweighted.decision_function(X), weighted.decision_function(X))
 
 
+def test_the_estimator_and_calopt_fit_give_one_weighted_one_vs_rest_model():
+    """One class at a time with sample weights: calopt.fit and the estimator train the same model,
+    each class's scores divided by their weighted spread (they have weighted standard deviation 1 on
+    the training rows; unweighted, they would not), and integer weights equal repeated rows there."""
+    X, y = make_classification(n_samples=90, n_features=5, n_informative=4, n_redundant=0, n_classes=3,
+                               random_state=2)
+    weights = np.random.default_rng(4).integers(1, 5, y.size).astype(float)
+    options = dict(algorithm="gd", epochs=20, select="none")
+    model = calopt.fit(X, y, **options, seed=0, sample_weight=weights)
+    estimator = CaloptClassifier(**options, random_state=0).fit(X, y, sample_weight=weights)
+    assert model.fit_report.one_vs_rest == "per class"
+    np.testing.assert_array_equal(estimator.model_.coef, model.coef)
+    np.testing.assert_array_equal(estimator.model_.intercept, model.intercept)
+    assert estimator.model_.fit_report.score_spreads == model.fit_report.score_spreads
+    scores = np.asarray(model.decision_function(X))
+    mean = weights @ scores / weights.sum()
+    np.testing.assert_allclose(np.sqrt(weights @ (scores - mean) ** 2 / weights.sum()), 1.0, rtol=1e-9)
+    assert not np.allclose(scores.std(axis=0), 1.0, rtol=1e-3)
+    repeated = calopt.fit(np.repeat(X, weights.astype(int), axis=0), np.repeat(y, weights.astype(int)), **options,
+                          seed=0)
+    np.testing.assert_allclose(model.fit_report.score_spreads, repeated.fit_report.score_spreads, rtol=1e-9)
+
+
 # -- pos_label, class_weight, C, predict_proba -------------------------------------------------
 def test_pos_label_picks_the_positive_class_and_keeps_classes_order():
     """pos_label="no" trains calopt.fit's model with positive="no"; decision_function > 0 still means classes_[1]

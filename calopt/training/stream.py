@@ -31,7 +31,6 @@ weights, no checkpoints: each is a clear error here.
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable
 from typing import Any
@@ -56,14 +55,13 @@ from calopt.io.stream import (
 )
 from calopt.models.linear import LinearModel
 from calopt.models.report import DataReading, FitReport, StreamReport
-from calopt.training import pipeline
 from calopt.training.loop import NONFINITE, EpochRecord, run
 from calopt.training.pipeline import DEFAULT_EPOCHS, default_batch_size
 from calopt.training.selection import TRIAL_ROWS, choose_settings, parse_rule
 from calopt.training.threshold import best_cut, cut_values
 from calopt.version import __version__
 
-__all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_BYTES", "THRESHOLD_ROWS", "fit", "fit_chunks", "fit_stream",
+__all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_BYTES", "THRESHOLD_ROWS", "fit_chunks", "fit_stream",
            "folded_scores", "partial_fit_chunks", "threshold_rows", "window_cut"]
 
 #: Rows the first pass keeps for the step trial (which uses at most 2 × TRIAL_ROWS).
@@ -331,20 +329,3 @@ def partial_fit_chunks(estimator: Any, chunks: Any, classes: Any = None) -> Any:
         estimator.partial_fit(item[0], item[1], classes=classes)
         classes = None
     return estimator
-
-
-def fit(X: Any, y: Any = None, **options: Any) -> Any:
-    """:func:`calopt.training.pipeline.fit` on arrays; with ``y`` None, on a stream (:func:`fit_chunks`).
-
-    ``X`` is then a chunked source (:func:`calopt.io.stream.open_stream`) or a list of
-    ``(X, y)`` chunks, read part by part in bounded memory, as this module describes.
-    """
-    if y is None and options.get("cluster") is None:  # a Dask run reads its labels from files on the workers
-        return fit_chunks(X, **options)
-    return pipeline.fit(X, y, **options)
-
-
-fit.__doc__ = f"{pipeline.fit.__doc__.rstrip()}\n\n    Streaming: {fit.__doc__}"
-fit.__signature__ = inspect.signature(pipeline.fit).replace(parameters=[  # type: ignore[attr-defined]
-    parameter.replace(default=None) if parameter.name == "y" else parameter
-    for parameter in inspect.signature(pipeline.fit).parameters.values()])
