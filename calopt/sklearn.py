@@ -41,10 +41,11 @@ from calopt.constraints import unmet_message
 from calopt.io.labels import json_label, show_label
 from calopt.io.stream import is_chunked
 from calopt.measures import confusion_counts
-from calopt.models.linear import LinearModel, Model, MulticlassModel
+from calopt.models.linear import LinearModel, Model
 from calopt.models.report import FitReport, PartialFitReport
 from calopt.training.loop import Trainer, run
 from calopt.training.api import fit
+from calopt.training.plan import FitPlan, build_model
 from calopt.training.pipeline import prepare, resolve_backend
 from calopt.training.selection import MAX_EPOCHS, PATIENCE, choose_settings
 from calopt.training.stream import partial_fit_chunks
@@ -531,8 +532,10 @@ class _Stream:
         start each solver from ``initial`` (coef (K, d), intercept (K,)) when given, else from 0;
         two classes train class ``positive`` (a code) against the other."""
         backend = resolve_backend(X, estimator.backend, None, None)
-        measure = registry.get_measure(estimator.measure)
-        algorithm = registry.get_algorithm(estimator.algorithm or registry.default_algorithm(measure, "direct"))
+        plan = FitPlan.resolve(measure=estimator.measure, algorithm=estimator.algorithm, loss=estimator.loss,
+                               task="direct", batch_size=estimator.batch_size, seed=_seed(estimator.random_state),
+                               scale=False, tune_threshold=False, select="none")
+        algorithm = plan.components.algorithm
         if algorithm.multiclass or type(algorithm).prepare is not Algorithm.prepare:
             raise ValueError(f"algorithm {algorithm.name!r} transforms the whole training data before it "
                              f"trains; partial_fit needs one that updates on any mini-batch")
@@ -540,12 +543,11 @@ class _Stream:
         if initial is not None and own_iterate:
             raise ValueError(f"algorithm {algorithm.name!r} has its own parametrisation, so partial_fit cannot "
                              f"start it from the coefficients fit found: fit again, or use a new estimator")
-        loss = registry.get_loss(estimator.loss or registry.default_loss(algorithm))
         n_problems = 1 if estimator.classes_.size == 2 else estimator.classes_.size
-        problem = Problem(backend.xp, backend.dtype, backend.device, int(codes.size), int(X.shape[1]), 0.5,
-                          measure, loss, estimator.batch_size or int(codes.size), None)
+        problem = plan.problem(backend, codes.size, X.shape[1], 0.5, batch_size=estimator.batch_size or int(codes.size),
+                               epochs=None)
         algorithm.check_problem(problem)
-        seed = _seed(estimator.random_state)
+        seed = plan.seed
         counted = np.ones(codes.size) if weight is None else weight
         data = prepare(X, _one_vs_rest(codes, 0, n_problems, positive), backend, False)  # on the backend once
         algorithms = []
@@ -596,17 +598,16 @@ class _Stream:
         labels = tuple(json_label(c) for c in classes)
         if len(self.algorithms) == 1:  # (negative, positive)
             labels = (labels[1 - self.positive], labels[self.positive])
-        common = dict(classes=labels, measure=self.problem.measure.spec,
-                      algorithm=self.algorithms[0].spec, loss=self.problem.loss.spec,
-                      scale=np.ones(coef.shape[0]),
-                      fit_report=FitReport(epochs=self.calls, batch_size=self.batch_size, seed=self.seed,
-                                       backend=self.backend_name, dtype=self.dtype_name, scale=False,
-                                       tune_threshold=False, partial_fit=PartialFitReport(self.calls, self.rows),
-                                       algorithm_params=tuple(a.params for a in self.algorithms)),
-                      message=f"partial_fit: {self.calls} calls, {self.rows} rows")
-        if len(self.algorithms) == 1:
-            return LinearModel(coef=coef[:, 0], intercept=float(intercept[0]), threshold=0.0, **common)
-        return MulticlassModel(coef=coef, intercept=intercept, **common)
+        report = FitReport(epochs=self.calls, batch_size=self.batch_size, seed=self.seed, backend=self.backend_name,
+                           dtype=self.dtype_name, scale=False, tune_threshold=False,
+                           partial_fit=PartialFitReport(self.calls, self.rows),
+                           algorithm_params=tuple(a.params for a in self.algorithms))
+        binary = len(self.algorithms) == 1
+        return build_model(coef[:, 0] if binary else coef, float(intercept[0]) if binary else intercept, labels,
+                           report, measure=self.problem.measure, algorithm=self.algorithms[0],
+                           loss=self.problem.loss, scale=np.ones(coef.shape[0]),
+                           message=f"partial_fit: {self.calls} calls, {self.rows} rows",
+                           **({"threshold": 0.0} if binary else {}))
 
 
 # -- helpers -----------------------------------------------------------------------------------

@@ -50,7 +50,6 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from calopt import registry
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import get_backend, is_sparse, to_numpy
 from calopt.errors import DataError, ParameterError, TrainingError, TrainingInterrupted
@@ -60,11 +59,11 @@ from calopt.io.labels import binary_classes, encode_like, json_label, label_valu
 from calopt.measures import confusion_counts
 from calopt.models.linear import LinearModel
 from calopt.models.report import ClusterReport, DataReading, FitReport
-from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint
+from calopt.training.checkpoint import Checkpoint, data_fingerprint
 from calopt.training.loop import CALLBACK, CONVERGED, INTERRUPTED, MAXITER, NONFINITE, EpochRecord, LoopResult, Trainer
+from calopt.training.plan import FitPlan, check_count
 from calopt.training.selection import best_candidate, trial_scores
 from calopt.training.threshold import best_cut
-from calopt.version import __version__
 
 __all__ = ["EXACT", "LOCAL", "cluster_mode", "connect", "fit_on_cluster"]
 
@@ -402,8 +401,7 @@ def fit_on_cluster(
     worker's held-out rows), and ``"auto"`` means it here.
     """
     for name, value in (("epochs", epochs), ("batch_size", batch_size), ("local_steps", local_steps)):
-        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-            raise ParameterError(f"{name} must be a whole number ≥ 1, got {value!r}")
+        check_count(name, value)
     if str(select).strip().lower() not in ("none", "auto"):
         raise ParameterError(f"select={select!r}: a Dask run does not cross-fit its settings; use select='none' "
                              f"(the step trial on every worker's held-out rows)")
@@ -415,13 +413,14 @@ def fit_on_cluster(
         raise ParameterError("y is needed with arrays (or give a file path)")
     if not files and X.shape[0] != np.asarray(to_numpy(y)).shape[0]:
         raise ParameterError(f"X has {X.shape[0]} rows but y has {np.asarray(to_numpy(y)).shape[0]} labels")
-    resume = checked_resume(checkpoint, checkpoint_every, resume)
-    measure = registry.get_measure(measure)
     if isinstance(algorithm, str) and algorithm.strip().lower() == "auto":
         raise ParameterError("algorithm='auto' compares solvers by cross-fitting, which a Dask run does not do; "
                              "name the algorithm")
-    algorithm = registry.get_algorithm(algorithm or registry.default_algorithm(measure, "direct"))
-    loss = registry.get_loss(loss or registry.default_loss(algorithm))
+    plan = FitPlan.resolve(measure=measure, algorithm=algorithm, loss=loss, task="direct", epochs=epochs,
+                           batch_size=batch_size, seed=seed, scale=scale, tune_threshold=tune_threshold, select="none",
+                           callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                           interrupt=interrupt)
+    measure, algorithm, loss, resume = plan.measure, plan.components.algorithm, plan.components.loss, plan.run.resume
     mode = cluster_mode(algorithm)
     if mode == EXACT and local_steps is not None:
         raise ParameterError(f"local_steps is for local rounds; {algorithm.name!r} runs exact rounds")
@@ -466,9 +465,9 @@ def fit_on_cluster(
         fingerprint = {"shape": [n, d], "sha256": digest}
 
         positive_rate = counts[classes[1]] / n
-        batch = batch_size or int(min(1024, max(32, n // 100)))  # fit's default (pipeline.default_batch_size)
-        rounds = DEFAULT_ROUNDS if epochs is None else epochs
-        problem = Problem(None, None, None, n, d, positive_rate, measure, loss, batch, rounds)
+        batch = plan.budget.batch(n)  # n/100 within [32, 1024], full-batch algorithms too (shards sum their batches)
+        rounds = plan.budget.passes(DEFAULT_ROUNDS)
+        problem = plan.problem(None, n, d, positive_rate, batch_size=batch, epochs=rounds)
         backend = get_backend("numpy", dtype=dtype)
         algorithm.check_problem(_on_worker(problem, dtype))
         options = {"measure": measure.spec, "algorithm": algorithm.spec, "loss": loss.spec, "epochs": epochs,
@@ -497,16 +496,13 @@ def fit_on_cluster(
     finally:
         if opened:
             client.close()
-    return LinearModel(
-        coef=w_host / factors, intercept=b_host - threshold, classes=classes, measure=measure.spec,
-        algorithm=algorithm.spec, loss=loss.spec, scale=factors, threshold=threshold,
-        fit_report=FitReport(epochs=result.epochs, batch_size=batch, seed=seed, backend="numpy", dtype=dtype, scale=scale,
-                         tune_threshold=tune_threshold, algorithm_params=algorithm.params, select="none",
-                         cluster=ClusterReport(mode=mode, workers=shards.count, local_steps=local_steps, train=train),
-                         data=DataReading.from_json(reading) if files else None),
-        history=result.history, fit_seconds=seconds, status=result.status, message=result.message,
-        version=__version__,
-    )
+    report = FitReport(epochs=result.epochs, batch_size=batch, seed=seed, backend="numpy", dtype=dtype, scale=scale,
+                       tune_threshold=tune_threshold, algorithm_params=algorithm.params, select="none",
+                       cluster=ClusterReport(mode=mode, workers=shards.count, local_steps=local_steps, train=train),
+                       data=DataReading.from_json(reading) if files else None)
+    return plan.model(w_host / factors, b_host - threshold, classes, report, algorithm=algorithm, scale=factors,
+                      threshold=threshold, history=result.history, fit_seconds=seconds, status=result.status,
+                      message=result.message)
 
 
 def _threshold(shards: _Shards, w: Any, b: Any, measure: Any, tune: bool) -> tuple[float, dict[str, float]]:
