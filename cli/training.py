@@ -424,8 +424,7 @@ def train(
         with _interruptible(checkpoint_output, no_checkpoint) as stop, dask_client(dask) as client, \
                 epoch_progress(None, enabled=not (as_json or no_progress)) as on_epoch:
             if client is not None:
-                from calopt.training.distributed import fit_on_cluster
-                model = fit_on_cluster(
+                model = calopt.fit(
                     cluster_X, cluster_y, cluster=client, measure=measure, algorithm=algorithm or None,
                     loss=loss or None, dtype=dtype, epochs=epochs, select=select, batch_size=batch_size,
                     seed=0 if seed is None else seed, positive=positive, read_options=read_options,

@@ -11,7 +11,6 @@ distributed = pytest.importorskip("distributed")
 
 import calopt  # noqa: E402
 from calopt.errors import ParameterError, TrainingError, TrainingInterrupted  # noqa: E402
-from calopt.training.distributed import fit_on_cluster  # noqa: E402
 
 
 def _cluster(workers: int):
@@ -85,7 +84,7 @@ def test_files_are_read_by_the_workers(two, a9a, tmp_path):
     path = tmp_path / "part.svm"
     dump_svmlight_file(X, y, str(path), zero_based=False)
     arrays = calopt.fit(X, y, algorithm="spade", measure="gmean", epochs=2, cluster=two)
-    from_file = fit_on_cluster(str(path), cluster=two, algorithm="spade", measure="gmean", epochs=2,
+    from_file = calopt.fit(str(path), cluster=two, algorithm="spade", measure="gmean", epochs=2,
                                read_options={"n_features": X.shape[1]})
     np.testing.assert_allclose(from_file.coef, arrays.coef, rtol=1e-12, atol=1e-12)
     assert from_file.fit_report.data.format == "libsvm"
@@ -93,7 +92,7 @@ def test_files_are_read_by_the_workers(two, a9a, tmp_path):
     halves = [tmp_path / "a.svm", tmp_path / "b.svm"]
     dump_svmlight_file(X[0::2], y[0::2], str(halves[0]), zero_based=False)
     dump_svmlight_file(X[1::2], y[1::2], str(halves[1]), zero_based=False)
-    listed = fit_on_cluster([str(p) for p in halves], cluster=two, algorithm="spade", measure="gmean", epochs=2,
+    listed = calopt.fit([str(p) for p in halves], cluster=two, algorithm="spade", measure="gmean", epochs=2,
                             read_options={"n_features": X.shape[1]})
     assert np.isfinite(listed.coef).all() and listed.fit_report.cluster.workers == 2
 
@@ -114,7 +113,7 @@ def test_a_lost_worker_is_survived_with_the_same_model(a9a, tmp_path, source, wh
         dump_svmlight_file(X, y, str(path), zero_based=False)
         data = dict(X=str(path), read_options={"n_features": X.shape[1]})
     with _cluster(2) as cluster, distributed.Client(cluster) as client:
-        undisturbed = fit_on_cluster(algorithm="spade", measure="gmean", epochs=4, cluster=client, **data)
+        undisturbed = calopt.fit(algorithm="spade", measure="gmean", epochs=4, cluster=client, **data)
 
     def lose_a_worker(record):
         if record.epoch == 2:
@@ -125,7 +124,7 @@ def test_a_lost_worker_is_survived_with_the_same_model(a9a, tmp_path, source, wh
                 threading.Timer(0.002, client.sync, (worker.close,)).start()
 
     with _cluster(2) as cluster, distributed.Client(cluster) as client:
-        survived = fit_on_cluster(algorithm="spade", measure="gmean", epochs=4, cluster=client,
+        survived = calopt.fit(algorithm="spade", measure="gmean", epochs=4, cluster=client,
                                   callback=lose_a_worker, **data)
         distributed.wait(client.submit(int, 1))
         assert len(client.scheduler_info()["workers"]) == 1
@@ -170,16 +169,15 @@ def test_checkpoint_at_a_round_resumes_to_the_same_model(two, a9a, tmp_path, alg
 ])
 def test_what_a_cluster_run_refuses(two, a9a, options, message):
     X, y = a9a
-    call = fit_on_cluster if "local_steps" in options else calopt.fit
     with pytest.raises(ParameterError, match=message):
-        call(X, y, cluster=two, **options)
+        calopt.fit(X, y, cluster=two, **options)
 
 
 def test_local_steps_rounds(two, a9a):
     X, y = a9a
     model = calopt.fit(X, y, algorithm="sgd", measure="f1", epochs=3, batch_size=100, cluster=two)
-    stepped = fit_on_cluster(X, y, algorithm="sgd", measure="f1", epochs=6, batch_size=100, local_steps=3,
-                             cluster=two)
+    stepped = calopt.fit(X, y, algorithm="sgd", measure="f1", epochs=6, batch_size=100, local_steps=3,
+                         cluster=two)
     assert stepped.fit_report.cluster.local_steps == 3
     # 600 rows a worker, 6 batches a pass: 6 rounds of 3 steps are 3 passes
     assert abs(stepped.score(X, y) - model.score(X, y)) < 0.05

@@ -132,9 +132,8 @@ def test_a_stream_chooses_the_same_positive_class(files):
     frame = fraud_frame()
     chunks = [(frame[FEATURES].to_numpy()[start:start + 100], frame["kind"].to_numpy()[start:start + 100])
               for start in range(0, len(frame), 100)]
-    from calopt.training.stream import fit_stream
 
-    assert fit_stream(chunks, epochs=1).positive == "fraud"
+    assert calopt.fit(chunks, epochs=1).positive == "fraud"
     result = invoke("train", files["train"], "--stream", "--epochs", "1", "--json", "--no-progress")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["positive"] == "fraud"

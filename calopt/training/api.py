@@ -23,12 +23,14 @@ from calopt.backends import to_numpy
 from calopt.constraints import parse_constraints
 from calopt.errors import ParameterError
 from calopt.io.labels import label_values
+from calopt.io.stream import BUFFER_ROWS
 from calopt.models.linear import LinearModel, MulticlassModel
 from calopt.training.checkpoint import Checkpoint
 from calopt.training.loop import EpochRecord
 from calopt.training.pipeline import fit_binary, fit_multiclass_arrays, named
 from calopt.training.plan import FitPlan
 from calopt.training.selection import MAX_EPOCHS, PATIENCE
+from calopt.training.stream import SAMPLE_ROWS, fit_chunks
 
 __all__ = ["fit", "fit_multiclass"]
 
@@ -63,6 +65,11 @@ def fit(
     interrupt: Callable[[], bool] | None = None,
     constraints: Any = None,
     cluster: Any = None,
+    local_steps: int | None = None,
+    read_options: dict[str, Any] | None = None,
+    buffer_rows: int = BUFFER_ROWS,
+    sample_rows: int = SAMPLE_ROWS,
+    progress: Callable[[int, str], None] | None = None,
 ) -> LinearModel | MulticlassModel:
     """Train a linear classifier that maximises ``measure`` on (X, y).
 
@@ -126,16 +133,23 @@ def fit(
     the data staying on the workers; ``X`` may then be a data file or a list of files (``y``
     None), each worker reading its own share (:mod:`calopt.training.distributed`).
 
+    ``local_steps`` (mini-batch updates per worker per round, local rounds) and ``read_options``
+    (how each worker reads its training files, :func:`~calopt.io.files.read_data`'s keywords)
+    are for ``cluster=`` only.
+
     Streaming: with ``y`` None (and no ``cluster``), ``X`` is a chunked source
     (:func:`calopt.io.stream.open_stream`) or a list of ``(X, y)`` chunks, read part by part in
     bounded memory (:mod:`calopt.training.stream`); ``select="auto"`` means ``"none"`` there,
     and the options a stream does not support (other backends, sample weights, an evaluation
-    set, checkpoints, constraints) are errors.
+    set, checkpoints, constraints) are errors. ``buffer_rows`` bounds its shuffle buffer,
+    ``sample_rows`` its step trial's sample, and ``progress(rows, pass_name)`` is called after
+    each part of each pass (:func:`~calopt.training.stream.fit_stream`).
     """
     options = dict(measure=measure, algorithm=algorithm, loss=loss, epochs=epochs, batch_size=batch_size, seed=seed,
                    scale=scale, tune_threshold=tune_threshold, select=select, callback=callback,
                    checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, interrupt=interrupt)
     in_memory = dict(backend=backend, dtype=dtype, device=device, sample_weight=sample_weight, eval_set=eval_set)
+    streaming = dict(buffer_rows=buffer_rows, sample_rows=sample_rows, progress=progress)
     if cluster is not None:
         from calopt.training.distributed import fit_on_cluster
 
@@ -146,12 +160,14 @@ def fit(
             if value is not None:
                 raise ParameterError(f"{name} is not supported with cluster= (the workers train on NumPy, "
                                      f"unweighted; score the returned model on a test set)")
-        return fit_on_cluster(X, y, cluster=cluster, dtype=dtype, positive=positive, **options)
+        return fit_on_cluster(X, y, options, cluster=cluster, dtype=dtype, positive=positive,
+                              local_steps=local_steps, read_options=read_options)
+    _only_with("cluster=", local_steps=local_steps, read_options=read_options)
     if y is None:  # the options a stream does not take are refused there
-        from calopt.training.stream import fit_chunks
-
-        return fit_chunks(X, positive=positive, patience=patience, max_epochs=max_epochs, constraints=constraints,
-                          **options, **in_memory)
+        return fit_chunks(X, {**options, "patience": patience, "max_epochs": max_epochs, "constraints": constraints},
+                          positive=positive, **streaming, **in_memory)
+    _only_with("a stream (y None)", buffer_rows=None if buffer_rows == BUFFER_ROWS else buffer_rows,
+               sample_rows=None if sample_rows == SAMPLE_ROWS else sample_rows, progress=progress)
     labels = label_values(to_numpy(y), source="training labels")
     count = np.unique(labels).size
     if count <= 2:
@@ -164,6 +180,13 @@ def fit(
                              f"the training labels have {count} classes")
     del options["tune_threshold"]  # each class's threshold is tuned: it centres the class's scores
     return named(X, fit_multiclass(X, labels, patience=patience, max_epochs=max_epochs, **options, **in_memory))
+
+
+def _only_with(where: str, **given: Any) -> None:
+    """A ParameterError naming the first option ``given`` (not None) that only ``where`` takes."""
+    for name, value in given.items():
+        if value is not None:
+            raise ParameterError(f"{name} is for {where} only")
 
 
 def fit_multiclass(

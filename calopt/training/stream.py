@@ -81,43 +81,23 @@ SCORE_ROWS = 65_536
 STREAM_BATCH_ROWS = 65_536
 
 
-def fit_stream(
-    source: Any,
-    *,
-    measure: Any = "f1",
-    algorithm: Any = None,
-    loss: Any = None,
-    epochs: int | None = None,
-    batch_size: int | None = None,
-    seed: int = 0,
-    scale: bool = True,
-    tune_threshold: bool = True,
-    positive: Any = None,
-    select: str = "none",
-    buffer_rows: int = BUFFER_ROWS,
-    sample_rows: int = SAMPLE_ROWS,
-    callback: Callable[[EpochRecord], None] | None = None,
-    progress: Callable[[int, str], None] | None = None,
-    found: Survey | None = None,
-) -> LinearModel:
-    """Train a binary linear classifier for ``measure`` on a stream of rows (see the module docstring).
+def fit_stream(source: Any, plan: FitPlan, *, positive: Any = None, buffer_rows: int = BUFFER_ROWS,
+               sample_rows: int = SAMPLE_ROWS, progress: Callable[[int, str], None] | None = None,
+               found: Survey | None = None) -> LinearModel:
+    """Train a binary linear classifier for the plan's measure on a stream of rows (see the module docstring).
 
     ``source`` is a :class:`~calopt.io.stream.ChunkSource` (:func:`~calopt.io.stream.open_stream`)
     or an iterable of ``(X, y)`` chunks that can be iterated more than once (a list).
     ``buffer_rows`` bounds the shuffle buffer; ``progress(rows, pass_name)`` is called
     after each part of each pass; ``found`` is the source's survey when already made (its labels
-    and sample are released once used).
-    The other options are :func:`calopt.fit`'s.
+    and sample are released once used). :func:`calopt.fit` with ``y`` None resolves the plan
+    (``task="direct"``: the measure's own solver by default) and calls this.
     """
-    rule = parse_rule(select)
+    rule = plan.select
     if rule is not None and rule.kind != "none":
         raise ParameterError(f"select={rule}: a stream trains with select='none' (the step trial on a sample, "
                              f"a fixed number of passes); cross-fitting needs the rows in memory")
-    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("sample_rows", sample_rows)):
-        check_count(name, value)
-    plan = FitPlan.resolve(measure=measure, algorithm=algorithm, loss=loss, task="direct", epochs=epochs,
-                           batch_size=batch_size, seed=seed, scale=scale, tune_threshold=tune_threshold,
-                           select="none", callback=callback)
+    check_count("sample_rows", sample_rows)
     if type(plan.components.algorithm).prepare is not Algorithm.prepare:
         raise ParameterError(f"algorithm {plan.components.algorithm.name!r} reads the data its own way and cannot "
                              f"train on a stream")
@@ -315,24 +295,30 @@ _IN_MEMORY_ONLY = {"backend": (None, "numpy"), "dtype": (None, "float64"), "devi
                    "interrupt": (None,), "constraints": (None,)}
 
 
-def fit_chunks(source: Any, **options: Any) -> LinearModel:
-    """:func:`calopt.fit` called with chunks (``y`` None): its options checked, then :func:`fit_stream`.
+def fit_chunks(source: Any, options: dict[str, Any], *, positive: Any = None, buffer_rows: int = BUFFER_ROWS,
+               sample_rows: int = SAMPLE_ROWS, progress: Callable[[int, str], None] | None = None,
+               **in_memory: Any) -> LinearModel:
+    """:func:`calopt.fit` called with chunks (``y`` None): ``options`` (the plan's) and ``in_memory``
+    checked, the plan resolved, then :func:`fit_stream`.
 
     ``select="auto"`` (fit's default) means ``"none"`` on a stream; ``patience`` and
     ``max_epochs`` belong to the selection and are unused; the options a stream does not
-    support (other backends, sample weights, an evaluation set, checkpoints) are errors.
+    support (other backends, sample weights, an evaluation set, checkpoints, constraints) are errors.
     """
     if not is_chunked(source):
         raise ParameterError("y is missing: give the labels with X, or X as a chunked source or a list of (X, y) "
                              "chunks")
+    given = {**options, **in_memory}
     for name, allowed in _IN_MEMORY_ONLY.items():
-        value = options.pop(name, None)
+        value = given.pop(name, None)
         if not any(value is ok or (isinstance(value, str) and value == ok) for ok in allowed):
             raise ParameterError(f"{name}: not supported when training on a stream of chunks")
-    options.pop("patience", None), options.pop("max_epochs", None)
-    if str(options.get("select", "auto")).strip().lower() == "auto":
-        options["select"] = "none"
-    return fit_stream(source, **options)
+    given.pop("patience", None), given.pop("max_epochs", None)
+    if str(given.get("select", "auto")).strip().lower() == "auto":
+        given["select"] = "none"
+    plan = FitPlan.resolve(task="direct", **given)
+    return fit_stream(source, plan, positive=positive, buffer_rows=buffer_rows, sample_rows=sample_rows,
+                      progress=progress)
 
 
 def partial_fit_chunks(estimator: Any, chunks: Any, classes: Any = None) -> Any:
