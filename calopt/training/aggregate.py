@@ -340,23 +340,27 @@ def aggregate(
     started = time.perf_counter()
     scores = np.column_stack([to_numpy(model.decision_function(X)).astype(np.float64)
                               for model in bases])
-    candidates = [("mixture", components.algorithm, None)]
-    selection = None
-    if rule.kind != "none":
-        candidates += [(name, components.algorithm, j) for j, name in enumerate(names)]
-        chosen, values, confidence = select_candidate(scores, y_pm, candidates, rule, plan, weighting=weighting)
-        selection = {"rule": str(rule), "chosen": candidates[chosen][0],
-                     "candidates": [{"candidate": name, "value": value}
-                                    for (name, _, _), value in zip(candidates, values)],
-                     "best_alone": candidates[1 + int(np.argmax(values[1:]))][0], "win_probability": confidence,
-                     "confidence": CONFIDENCE}
-    else:
-        chosen = 0
-    _, algorithm, vertex = candidates[chosen]
-    mixture = fit_mixture(scores, y_pm, plan, algorithm=algorithm, vertex=vertex, weighting=weighting,
+    chosen, selection = _choose(scores, y_pm, names, rule, plan, weighting)
+    mixture = fit_mixture(scores, y_pm, plan, algorithm=chosen[1], vertex=chosen[2], weighting=weighting,
                           tune_threshold=tune_threshold, started=started)
-    return _aggregate_model(plan, bases, names, scores, y_pm, mixture, selection, candidates[chosen], started,
-                            weighting)
+    return _aggregate_model(plan, bases, names, scores, y_pm, mixture, selection, chosen, started, weighting)
+
+
+def _choose(scores: np.ndarray, y_pm: np.ndarray, names: list[str], rule: Rule, plan: FitPlan,
+            weighting: str) -> tuple[tuple[str, Any, int | None], dict[str, Any] | None]:
+    """The candidate kept (the mixture, or a model alone: :func:`select_candidate`) and the selection's
+    account (None without one)."""
+    algorithm = plan.components.algorithm
+    candidates = [("mixture", algorithm, None)]
+    if rule.kind == "none":
+        return candidates[0], None
+    candidates += [(name, algorithm, j) for j, name in enumerate(names)]
+    chosen, values, confidence = select_candidate(scores, y_pm, candidates, rule, plan, weighting=weighting)
+    selection = {"rule": str(rule), "chosen": candidates[chosen][0],
+                 "candidates": [{"candidate": name, "value": value} for (name, _, _), value in zip(candidates, values)],
+                 "best_alone": candidates[1 + int(np.argmax(values[1:]))][0], "win_probability": confidence,
+                 "confidence": CONFIDENCE}
+    return candidates[chosen], selection
 
 
 def _aggregate_model(plan: FitPlan, bases: list[LinearModel], names: list[str], scores: np.ndarray,

@@ -37,6 +37,8 @@ __all__ = ["fit", "fit_multiclass"]
 Callback = Callable[[EpochRecord], None]
 
 
+# Over 80 lines: the public signature (flat keywords, one per option) and its reference documentation;
+# the body is the dispatch by input, some 35 lines.
 def fit(
     X: Any,
     y: Any = None,

@@ -312,24 +312,7 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
         rows = np.arange(data.y_host.size) if kept is None else kept
         runner = algorithm = choose_settings(algorithm, problem, data.X, data.y_host, rows, seed, backend,
                                              data.weight)
-    record_seconds, recorded = 0.0, {}
-
-    def record(info: EpochRecord) -> dict[str, float]:
-        nonlocal record_seconds
-        begun = time.perf_counter()
-        if selector is None:
-            known = None if info.state.parts else runner.train_top1(info.state.algorithm)
-            row = task.record(*info.weights) if known is None else task.record(*info.weights, train=known)
-        else:  # the best model so far, at its share: recorded again only when it changed
-            key = selector.model_key(info.state.algorithm)
-            if key not in recorded:
-                share = selector.share(info.state.algorithm)
-                recorded.clear()
-                recorded[key] = {} if share is None else task.record(*info.weights, share=share)
-            row = dict(recorded[key])
-        record_seconds += time.perf_counter() - begun
-        return row
-
+    record = _Recorder(task, runner, selector)
     reader = runner.prepare(problem, train_X, train_y, weight=train_weight, seed=seed)
     result = run_resumable(runner, problem, reader, epochs=problem.epochs, seed=seed, backend=backend,
                            options=run_options, fingerprint=fingerprint, record=record, callback=callback,
@@ -358,9 +341,39 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
         task.rule = task.rule if selector is not None else (
             TUNED_FEASIBLE if task.tune is task.train else TUNED_FEASIBLE_HELD_OUT)
     b_host = to_numpy(b).astype(np.float64)
-    seconds = time.perf_counter() - started - record_seconds + (resume.seconds if resume else 0.0)
+    seconds = time.perf_counter() - started - record.seconds + (resume.seconds if resume else 0.0)
     return Trained(to_numpy(w).astype(np.float64), float(b_host) if b_host.ndim == 0 else b_host, threshold,
                    algorithm, loss, result, problem.batch_size, seconds, reader, report, held_out)
+
+
+class _Recorder:
+    """The history row of each epoch (:func:`train`'s ``record``), timed apart from the training.
+
+    Without a selection: the task's row for the epoch's model (the training top-1 the passes
+    computed, when the algorithm gives it); with one: the best model so far at its positive
+    share, recorded again only when that model changed.
+    """
+
+    def __init__(self, task: Any, runner: Any, selector: Selector | None):
+        self.task, self.runner, self.selector = task, runner, selector
+        self.seconds = 0.0  #: spent recording
+        self.recorded: dict[Any, dict[str, float]] = {}
+
+    def __call__(self, info: EpochRecord) -> dict[str, float]:
+        begun = time.perf_counter()
+        task, selector = self.task, self.selector
+        if selector is None:
+            known = None if info.state.parts else self.runner.train_top1(info.state.algorithm)
+            row = task.record(*info.weights) if known is None else task.record(*info.weights, train=known)
+        else:
+            key = selector.model_key(info.state.algorithm)
+            if key not in self.recorded:
+                share = selector.share(info.state.algorithm)
+                self.recorded.clear()
+                self.recorded[key] = {} if share is None else task.record(*info.weights, share=share)
+            row = dict(self.recorded[key])
+        self.seconds += time.perf_counter() - begun
+        return row
 
 
 def constraint_report(constraints: tuple[RateConstraint, ...], w: Array, b: Array, *, train: Rows,
