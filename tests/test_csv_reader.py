@@ -198,6 +198,23 @@ def test_large_file_of_random_doubles_is_bit_identical(tmp_path, no_scan):
     assert (dataset.labels == labels).all()
 
 
+@pytest.mark.parametrize("name", ["header", "text labels", "semicolon with spaces", "whitespace", "crlf",
+                                  "bom and header", "keel", "blank lines"])
+def test_a_streamed_csv_reads_its_blocks_through_pandas_as_in_memory(name, tmp_path, no_scan):
+    """The streaming reader parses blocks of lines through the same parser: the same rows."""
+    text, options, (delimiter, header, label_column), _ = BATTERY[name]
+    path = tmp_path / "data.csv"
+    path.write_text(text, encoding="utf-8", newline="")
+    source = open_stream(path, chunk_bytes=2048, **options)
+    parts = list(source.parts())
+    assert len(parts) > 2
+    X, labels, names = reference(text, delimiter, header, label_column)
+    streamed = np.concatenate([part.X for part in parts])
+    assert (streamed.view(np.uint64) == X.view(np.uint64)).all()
+    assert np.concatenate([part.labels for part in parts]).tolist() == labels.tolist()
+    assert (source.columns or {}).get("feature_names") == (list(names) if names else None)
+
+
 def test_stdin_is_read_through_pandas(tmp_path):
     text = "\n".join(lines_of(ROWS)) + "\n"
     code = ("import sys, numpy as np, calopt.io.files as f\n"

@@ -1,9 +1,10 @@
 """Data files in, :class:`Dataset` out: the one module that knows file formats.
 
-Reads LIBSVM/svmlight (kept sparse), CSV and NPZ files, plain or compressed with bzip2 or
-gzip. Every problem with an input becomes a one-line :class:`~calopt.errors.DataError`
-that names the file, the line (or column) and what is wrong; nothing here trains or
-writes anything. Labels are kept as read (:mod:`calopt.io.labels` encodes them).
+Reads LIBSVM/svmlight (kept sparse, through scikit-learn's parser), CSV (through pandas'
+C parser) and NPZ files, plain or compressed with bzip2 or gzip. Every problem with an
+input becomes a one-line :class:`~calopt.errors.DataError` that names the file, the line
+(or column) and what is wrong: the libraries read, and the text is re-scanned line by line
+only when they fail, to say where. Nothing here trains or writes anything. Labels are kept as read (:mod:`calopt.io.labels` encodes them).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 import zipfile
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from io import BytesIO
 from pathlib import Path
@@ -319,9 +320,10 @@ def read_data(
     The format comes from the name without its compression suffix: ``.npz`` (arrays ``X``
     and ``y``), ``.csv``/``.tsv``/``.data`` are CSV; any other name is LIBSVM when its
     first data line is ``label index:value ...``, else CSV. LIBSVM is read with
-    scikit-learn's parser and kept sparse; ``zero_based`` is the index base (``"auto"``:
-    one-based unless an index 0 appears; the Dataset records the base used, so that
-    test files can be read with the training file's). CSV options: ``label_column`` (an
+    scikit-learn's parser and kept sparse, CSV with pandas' (:func:`_read_csv`).
+    ``zero_based`` is the LIBSVM index base (``"auto"``: one-based unless an index 0
+    appears; the Dataset records the base used, so that test files can be read with the
+    training file's). CSV options: ``label_column`` (an
     index, negative from the end, or a header name), ``delimiter`` (default: sniffed from
     ``;``, tab, ``,`` and whitespace) and ``header`` (True/False, default: detected, see
     :func:`_looks_like_header`).
@@ -551,13 +553,9 @@ def _looks_like_header(first: list[str], label_index: int | None, others_numeric
     return label_index is not None and not _is_number(first[label_index]) and others_numeric(label_index)
 
 
-def _all_numbers(text: np.ndarray) -> bool:
-    """Whether every one of ``text`` (stripped fields) is a number, as :func:`_parse_labels` reads them."""
-    try:
-        text.astype(np.float64)
-    except ValueError:
-        return all(_is_number(t) for t in text)
-    return True
+def _all_numbers(text: Iterable[str]) -> bool:
+    """Whether every one of ``text`` (stripped fields) is a number (``float`` reads it)."""
+    return all(_is_number(t) for t in text)
 
 
 @dataclass(frozen=True)
@@ -640,7 +638,7 @@ def _csv_through_pandas(found: _Input, raw: bytes, options: _CsvOptions) -> Data
 
         def others_numeric(label_index: int) -> bool:
             labels = table(label_index)[1]
-            return len(labels) > 0 and _all_numbers(labels)
+            return len(labels) > 0 and _all_numbers(labels.tolist())
 
         header, label_index, feature_columns = _csv_columns(first, lines[0][0], delimiter, options, source,
                                                             others_numeric)
@@ -771,7 +769,7 @@ def _scan_csv(found: _Input, raw: bytes, options: _CsvOptions) -> Dataset:
             )
 
     def others_numeric(label_index: int) -> bool:
-        return len(rows) > 1 and _all_numbers(np.array([row[label_index] for row in rows[1:]], dtype=str))
+        return len(rows) > 1 and _all_numbers(row[label_index] for row in rows[1:])
 
     header, label_index, feature_columns = _csv_columns(rows[0], lines[0][0], delimiter, options, source,
                                                         others_numeric)
@@ -914,7 +912,7 @@ def _column_index(label_column: int | str, n_columns: int, source: str) -> int:
     return column % n_columns
 
 
-def _parse_labels(text: np.ndarray, numbers: list[int], source: str) -> np.ndarray:
+def _parse_labels(text: np.ndarray, numbers: Sequence[int], source: str) -> np.ndarray:
     """Labels as float64 when every one is a number, else as strings; no blanks or NaN."""
     blank = np.flatnonzero(np.char.str_len(text) == 0)
     if len(blank):
