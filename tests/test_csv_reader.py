@@ -215,6 +215,16 @@ def test_a_streamed_csv_reads_its_blocks_through_pandas_as_in_memory(name, tmp_p
     assert (source.columns or {}).get("feature_names") == (list(names) if names else None)
 
 
+def test_a_wide_file_is_read_through_pandas(tmp_path, no_scan):
+    """Lines longer than the first 64 kB read for the sniff (3,000 columns) still go to pandas."""
+    rows = table(30, 2999, ["1", "0"], seed=4)
+    text = "\n".join(lines_of(rows)) + "\n"
+    (tmp_path / "wide.csv").write_text(text)
+    X, labels, _ = reference(text, ",", False)
+    dataset = read_data(tmp_path / "wide.csv")
+    assert (dataset.X.view(np.uint64) == X.view(np.uint64)).all() and (dataset.labels == labels).all()
+
+
 def test_stdin_is_read_through_pandas(tmp_path):
     text = "\n".join(lines_of(ROWS)) + "\n"
     code = ("import sys, numpy as np, calopt.io.files as f\n"

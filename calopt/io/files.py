@@ -673,15 +673,21 @@ def _csv_matrix(values: np.ndarray, first: list[str] | None, feature_columns: li
 
 def _csv_head(raw: bytes, first_line: int) -> tuple[list[tuple[int, str]], int]:
     """The first data lines of a CSV's text, numbered (as many as the delimiter is sniffed from),
-    and the offset in ``raw`` of the line after the first of them."""
-    head = raw[:1 << 16]
-    if len(head) < len(raw):
-        head = head[:head.rfind(b"\n") + 1]
-    try:
-        lines = list(itertools.islice(_numbered_lines(head.decode("utf-8"), first_line), _SNIFF_LINES))
-    except UnicodeDecodeError:
-        raise _Rescan from None
-    if not lines or (len(lines) < _SNIFF_LINES and len(head) < len(raw)):
+    and the offset in ``raw`` of the line after the first of them. The head read grows from
+    64 kB until it holds them (wide lines) or is the whole text."""
+    size = 1 << 16
+    while True:
+        head = raw[:size]
+        if len(head) < len(raw):
+            head = head[:head.rfind(b"\n") + 1]
+        try:
+            lines = list(itertools.islice(_numbered_lines(head.decode("utf-8"), first_line), _SNIFF_LINES))
+        except UnicodeDecodeError:
+            raise _Rescan from None
+        if len(lines) == _SNIFF_LINES or len(head) == len(raw):
+            break
+        size *= 4
+    if not lines:
         raise _Rescan
     body = 0
     for _ in range(lines[0][0] - first_line + 1):
