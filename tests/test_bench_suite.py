@@ -248,3 +248,36 @@ def test_halves_report_keeps_each_half_apart(tmp_path, monkeypatch):
     assert suite.in_half(["A", "B"], "confirm") == ["B"]
     with pytest.raises(SystemExit, match="does not place C"):
         suite.in_half(["A", "C"], "dev")
+
+
+# -- bench_sizes.py (issue 25) -------------------------------------------------------------
+
+def _bench_sizes():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_sizes.py"
+    spec = importlib.util.spec_from_file_location("bench_sizes", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_sizes", module)  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_sizes_exact_cut_by_hand():
+    """Scores 3, 2, 2, 1 with positives at 3 and one 2: the cuts keep ties together. F1: top 1
+    → 2/3, top 3 → 4/5, all → 4/6: the cut below the 2s, threshold 1.5. G-mean: top 1 and top 3
+    both √0.5: the first, threshold 2.5."""
+    sizes = _bench_sizes()
+    scores, positive = np.array([2.0, 3.0, 1.0, 2.0]), np.array([False, True, False, True])
+    assert sizes.exact_cut(scores, positive, "f1") == 1.5
+    assert sizes.exact_cut(scores, positive, "gmean") == 2.5
+    assert sizes.exact_cut(scores, positive, "jaccard") == 1.5  # 2/3 at the top 3, 1/2 at the top 1
+    assert sizes.exact_cut(np.array([1.0, 2.0]), np.array([True, True]), "f1") == 0.0  # all positive
+
+
+def test_bench_sizes_wide_sparse_generator_is_fixed_and_has_the_stated_shape():
+    sizes = _bench_sizes()
+    a, b = sizes.wide_sparse(quick=True), sizes.wide_sparse(quick=True)
+    assert a.X_train.shape == (1_000, 20_000) and a.X_test.shape == (4_000, 20_000)
+    assert (a.X_train != b.X_train).nnz == 0 and np.array_equal(a.y_test, b.y_test)
+    assert abs(a.X_train.nnz / (1_000 * 20_000) - 0.01) < 0.0005
+    assert set(np.unique(a.X_train.data)) == {1.0}
+    assert 0.07 < a.y_train.mean() < 0.13
