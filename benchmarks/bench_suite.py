@@ -42,6 +42,13 @@ thread, so seconds are per core and comparable between ``--jobs`` settings.
     python benchmarks/bench_suite.py --report --across default auto direct twin   # tags PREFIX-s0..2
     python benchmarks/bench_suite.py --list                # the datasets, without fitting
     python benchmarks/bench_suite.py --small --jobs 2 --split-seed K --tag default-sK   # the tiny sets, apart
+    python benchmarks/bench_suite.py --half dev --only calopt --tag NEW-sK ...     # the development half only
+    python benchmarks/bench_suite.py --report --across default twin --halves       # each half apart
+
+Halves (issue 25): ``benchmarks/split.json`` splits the wide and the ``--small`` sets, once and
+by name, into a development half (``dev``: rules and thresholds are chosen there) and a
+confirmation half (``confirm``: they are checked there, never tuned), whole families at a time
+(:func:`family`, :func:`make_split`).
 """
 
 from __future__ import annotations
