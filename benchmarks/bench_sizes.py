@@ -443,7 +443,7 @@ def summarize_cell(methods: dict[str, dict]) -> dict[str, Any]:
             "twin_time_ratio": twin["seconds"] / route["seconds"]}
 
 
-def run(args: argparse.Namespace) -> None:
+def run(args: argparse.Namespace, argv: list[str] | None = None) -> None:
     import sklearn
 
     import calopt
@@ -452,9 +452,9 @@ def run(args: argparse.Namespace) -> None:
     results = json.loads(args.out.read_text()) if args.out.exists() else {"datasets": {}, "cells": {}, "skipped": {}}
     if results.get("quick", args.quick) != args.quick:
         raise SystemExit(f"{args.out} holds {'quick' if results['quick'] else 'full'} results: give another --out")
+    command_line = " ".join(["python", "benchmarks/bench_sizes.py", *(argv if argv is not None else sys.argv[1:])])
     results.update({"machine": describe(), "calopt": calopt.__version__, "scikit-learn": sklearn.__version__,
-                    "quick": args.quick, "threads": args.threads or "as found (BLAS default)",
-                    "command": " ".join(["python", "benchmarks/bench_sizes.py", *sys.argv[1:]])})
+                    "quick": args.quick, "threads": args.threads or "as found (BLAS default)"})
     names = args.only or DATASETS
     for name in names:
         command = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--workdir", str(args.workdir),
@@ -474,7 +474,8 @@ def run(args: argparse.Namespace) -> None:
                 results["datasets"].pop(name, None)
                 print(f"SKIP {name}: {message['skip']}", flush=True)
             elif "info" in message:
-                results["datasets"][name] = message["info"]
+                results["datasets"][name] = {**message["info"], "command": command_line,
+                                             "run_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
                 results["skipped"].pop(name, None)
             else:
                 key = f"{name}|{message['cell']}"
@@ -495,7 +496,7 @@ def report(results: dict[str, Any]) -> str:
     """The table of a results file, as Markdown."""
     lines = [f"Machine: {results.get('machine')}; calopt {results.get('calopt')}, scikit-learn "
              f"{results.get('scikit-learn')}; threads {results.get('threads')}"
-             + ("; **quick sizes**" if results.get("quick") else "") + f". Command: `{results.get('command')}`.",
+             + ("; **quick sizes**" if results.get("quick") else "") + ".",
              "",
              "| dataset | train rows × features | measure | calopt | route | twin | calopt − route | twin − route "
              "| calopt s | route s | twin s | time ratio | peak MB calopt (fit's own) | peak MB route (fit's own) "
@@ -512,6 +513,10 @@ def report(results: dict[str, Any]) -> str:
                      f"{ours['seconds']:.2f} | {route['seconds']:.2f} | {twin['seconds']:.2f} | "
                      f"{cell['time_ratio']:.2f} | {_memory(ours)} | {_memory(route)} | "
                      f"{min(loads):.1f}–{max(loads):.1f} |")
+    commands = {}
+    for name, info in results["datasets"].items():
+        commands.setdefault(info.get("command", "?"), []).append(f"{name} ({info.get('run_at', '?')})")
+    lines += ["", "Commands: " + "; ".join(f"`{c}`: {', '.join(n)}" for c, n in commands.items()) + "."]
     if results.get("skipped"):
         lines += ["", "Not run: " + "; ".join(f"{n}: {why}" for n, why in results["skipped"].items()) + "."]
     return "\n".join(lines)
@@ -541,7 +546,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.report:
         print(report(json.loads(args.out.read_text())))
     else:
-        run(args)
+        run(args, argv)
 
 
 if __name__ == "__main__":
