@@ -90,11 +90,11 @@ def test_the_deprecated_options_view_is_the_report_read_only():
 
 
 def test_a_new_model_has_its_report_typed():
-    X, y = calopt.datasets.load("a9a", "train").X[:400], None
-    y = np.asarray(calopt.datasets.load("a9a", "train").labels[:400])
-    model = calopt.fit(X, y, select="none", epochs=2, seed=3)
+    a9a = calopt.datasets.load("a9a", "train")
+    model = calopt.fit(a9a.X[:400], np.asarray(a9a.labels[:400]), select="none", epochs=2, seed=3)
     report = model.fit_report
-    assert (report.epochs, report.seed, report.select, report.scale, report.tune_threshold) == (2, 3, "none", True, True)
+    assert (report.epochs, report.seed, report.select, report.scale, report.tune_threshold) == (2, 3, "none", True,
+                                                                                                 True)
     assert report.batch_size == 400 and report.dtype == "float64" and report.selection is None
 
 

@@ -3,8 +3,8 @@
 A report is a frozen dataclass of what the training run chose and found (the passes, the
 batch size, the seed, the backend, the settings selection's account, the constraints'
 values, how a stream or a Dask cluster served the rows, how the training file was read),
-replacing the untyped ``model.options`` dict (now a deprecated read-only view of the report). Fields a run does not
-have are None. The accounts of a component are kept as the JSON they give
+replacing the untyped ``model.options`` dict (now a deprecated read-only view of the report).
+Fields a run does not have are None. The accounts of a component are kept as the JSON they give
 (:attr:`FitReport.selection`, :attr:`FitReport.constraints`, :attr:`FitReport.aggregate`);
 the run's own parts are typed: :class:`DataReading`, :class:`StreamReport`,
 :class:`ClusterReport`, :class:`PartialFitReport`.

@@ -754,9 +754,9 @@ class OneVsRest:
         first = finished[0]
         report = FitReport.from_json(first["options"]).replace(
             one_vs_rest="per class", score_spreads=tuple(entry.get("spread", 1.0) for entry in finished))
+        coef = np.stack([entry["coef"] for entry in finished], axis=1)
         return self.plan.model(
-            np.stack([entry["coef"] for entry in finished], axis=1), np.array([entry["intercept"] for entry in finished]),
-            self.classes, report, scale=np.asarray(first["scale"], dtype=np.float64), history=history,
+            coef, np.array([entry["intercept"] for entry in finished]), self.classes, report, scale=np.asarray(first["scale"], dtype=np.float64), history=history,
             fit_seconds=time.perf_counter() - started + (resume.seconds if resume else 0.0),
             status=min(entry["status"] for entry in finished),
             message="; ".join(dict.fromkeys(entry["message"] for entry in finished)))

@@ -56,7 +56,7 @@ from calopt.models.linear import LinearModel
 from calopt.models.report import DataReading, FitReport, StreamReport
 from calopt.training.loop import NONFINITE, EpochRecord, run
 from calopt.training.plan import FitPlan, check_count
-from calopt.training.selection import TRIAL_ROWS, choose_settings, parse_rule
+from calopt.training.selection import TRIAL_ROWS, choose_settings
 from calopt.training.threshold import best_cut, cut_values
 
 __all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_BYTES", "THRESHOLD_ROWS", "fit_chunks", "fit_stream",
