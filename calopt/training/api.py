@@ -13,6 +13,7 @@ these; nothing else parses the user's options.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable
 from typing import Any
@@ -191,31 +192,7 @@ def _only_with(where: str, **given: Any) -> None:
             raise ParameterError(f"{name} is for {where} only")
 
 
-def fit_multiclass(
-    X: Any,
-    y: Any,
-    *,
-    algorithm: Any = None,
-    loss: Any = None,
-    measure: Any = "f1",
-    backend: str | None = None,
-    dtype: str | None = None,
-    device: Any = None,
-    epochs: int | None = None,
-    batch_size: int | None = None,
-    seed: int = 0,
-    scale: bool = True,
-    sample_weight: Any = None,
-    select: str = "auto",
-    patience: int = PATIENCE,
-    max_epochs: int = MAX_EPOCHS,
-    eval_set: tuple[Any, Any] | None = None,
-    callback: Callback | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    checkpoint_every: int | None = None,
-    resume: Any = None,
-    interrupt: Callable[[], bool] | None = None,
-) -> MulticlassModel:
+def fit_multiclass(X: Any, y: Any, **options: Any) -> MulticlassModel:
     """Train a one-vs-rest linear classifier on (X, y) with any number of classes ≥ 2.
 
     ``algorithm`` defaults to ``multinomial`` (the softmax loss by L-BFGS). An algorithm
@@ -234,11 +211,26 @@ def fit_multiclass(
     ``checkpoint``, ``checkpoint_every``, ``resume`` and ``interrupt`` work as in
     :func:`fit`; one class at a time, the checkpoint also holds the classes already
     finished.
+
+    ``options`` are :func:`fit`'s keywords for arrays in memory (``measure``, ``algorithm``,
+    ``loss``, ``backend``, ``dtype``, ``device``, ``epochs``, ``batch_size``, ``seed``, ``scale``,
+    ``sample_weight``, ``select``, ``patience``, ``max_epochs``, ``eval_set`` and the run
+    control), with the same defaults; those of two-class problems (``positive``,
+    ``tune_threshold``, ``constraints``) and of other sources (``cluster=``, a stream's) are a
+    TypeError, as an unknown keyword is. Unlike :func:`fit`, two classes train a one-vs-rest
+    model too.
     """
+    unknown = next((name for name in options if name not in _MULTICLASS), None)
+    if unknown is not None:
+        raise TypeError(f"fit_multiclass() got an unexpected keyword argument {unknown!r}")
+    in_memory = {name: options.pop(name) for name in _IN_MEMORY if name in options}
     labels = label_values(to_numpy(y), source="training labels")
-    plan = FitPlan.resolve(measure=measure, algorithm=algorithm, loss=loss, task="multiclass", epochs=epochs,
-                           max_epochs=max_epochs, patience=patience, batch_size=batch_size, seed=seed, scale=scale,
-                           select=select, callback=callback, checkpoint=checkpoint,
-                           checkpoint_every=checkpoint_every, resume=resume, interrupt=interrupt)
-    return fit_multiclass_arrays(X, labels, plan, backend=backend, dtype=dtype, device=device,
-                                 sample_weight=sample_weight, eval_set=eval_set)
+    plan = FitPlan.resolve(task="multiclass", **options)
+    return fit_multiclass_arrays(X, labels, plan, **in_memory)
+
+
+#: The keywords of :func:`fit` that :func:`fit_multiclass` takes, and those of them the arrays' own.
+_MULTICLASS = frozenset(inspect.signature(fit).parameters) - {
+    "X", "y", "positive", "tune_threshold", "constraints", "cluster", "local_steps", "read_options", "buffer_rows",
+    "sample_rows", "progress"}
+_IN_MEMORY = ("backend", "dtype", "device", "sample_weight", "eval_set")
