@@ -103,6 +103,8 @@ def test_a_new_model_has_its_report_typed():
     ({"score_spreads": [1.0, "x"]}, "options.score_spreads"),
     ({"stream": {"rows": 3}}, "options.stream is incomplete"),
     ({"cluster": [1]}, "options.cluster must be an object"),
+    ({"cluster": {"mode": "local", "workers": "2"}}, "options.cluster.workers"),
+    ({"partial_fit": {"calls": 2, "rows": True}}, "options.partial_fit.rows"),
     ({"constraints": {"constraint": "fpr<=0.1"}}, "options.constraints"),
     ({"data": {"zero_based": "yes"}}, "options.data must say how"),
 ])

@@ -61,6 +61,24 @@ def _plain(value: Any) -> JSON:
     return value
 
 
+def _fits(annotation: str, value: Any) -> bool:
+    """Whether a JSON ``value`` is of the field type ``annotation`` (a part's simple types)."""
+    if value is None:
+        return "None" in annotation
+    kind = annotation.split("|")[0].strip()
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return _is_count(value)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind.startswith("Mapping"):
+        return isinstance(value, dict)
+    if kind.startswith("tuple"):
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    return True
+
+
 class _Part:
     """A typed part of a report, read from and written to its JSON object (None fields left out)."""
 
@@ -73,9 +91,13 @@ class _Part:
 
     @classmethod
     def from_json(cls, value: Any) -> Any:
+        """The part of a file's report, each field checked against its annotation (unknown keys dropped)."""
         _check(isinstance(value, dict), f"options.{cls.KEY} must be an object, not {_shown(value)}")
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        return cls(**{key: item for key, item in value.items() if key in names})
+        fields = {f.name: f.type for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        for key, item in value.items():
+            if key in fields and not _fits(str(fields[key]), item):
+                raise ModelFileError(f"options.{cls.KEY}.{key} is not what a model file holds there: {_shown(item)}")
+        return cls(**{key: item for key, item in value.items() if key in fields})
 
 
 @dataclass(frozen=True)
@@ -167,6 +189,29 @@ class PartialFitReport(_Part):
 
 _PARTS: dict[str, type[_Part]] = {"data": DataReading, "stream": StreamReport, "cluster": ClusterReport,
                                   "partial_fit": PartialFitReport}
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_object(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_objects(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
+
+
+#: How each plain field of a report is checked when read from a file.
+_KINDS: dict[str, Any] = {
+    "epochs": _is_count, "batch_size": _is_count, "seed": _is_count, "rank": _is_count, "sample": _is_count,
+    "scale": lambda value: isinstance(value, bool), "tune_threshold": lambda value: isinstance(value, bool),
+    "backend": _is_text, "dtype": _is_text, "select": _is_text, "threshold_rule": _is_text, "one_vs_rest": _is_text,
+    "selection": _is_object, "aggregate": _is_object, "constraints": _is_objects,
+    "algorithm_params": lambda value: _is_object(value) or _is_objects(value),
+    "score_spreads": lambda value: isinstance(value, list) and all(_is_number(item) for item in value),
+}
 
 
 @dataclass(frozen=True)
@@ -275,15 +320,5 @@ class FitReport:
                 return _PARTS[key].from_json(item)
             except TypeError:  # a required field missing
                 raise ModelFileError(f"options.{key} is incomplete: {_shown(item)}") from None
-        kinds = {"epochs": _is_count, "batch_size": _is_count, "seed": _is_count, "rank": _is_count,
-                 "sample": _is_count, "scale": lambda v: isinstance(v, bool), "tune_threshold": lambda v: isinstance(
-                     v, bool), "backend": lambda v: isinstance(v, str), "dtype": lambda v: isinstance(v, str),
-                 "select": lambda v: isinstance(v, str), "threshold_rule": lambda v: isinstance(v, str),
-                 "one_vs_rest": lambda v: isinstance(v, str), "selection": lambda v: isinstance(v, dict),
-                 "aggregate": lambda v: isinstance(v, dict),
-                 "algorithm_params": lambda v: isinstance(v, dict) or (
-                     isinstance(v, list) and all(isinstance(p, dict) for p in v)),
-                 "constraints": lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v),
-                 "score_spreads": lambda v: isinstance(v, list) and all(_is_number(s) for s in v)}
-        _check(kinds[key](item), f"options.{key} is not what a model file holds there: {_shown(item)}")
+        _check(_KINDS[key](item), f"options.{key} is not what a model file holds there: {_shown(item)}")
         return tuple(item) if isinstance(item, list) else item
