@@ -17,6 +17,7 @@ from calopt.io.labels import encode_like
 from calopt.training.selection import parse_rule
 from calopt_cli.outputs import check_outputs, check_stdin_once
 from calopt_cli.options import JsonOpt, MeasureOpt, SeedOpt, echo_json, epochs_text
+from calopt_cli.report import record_reading, run_report
 from calopt_cli.training import CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, load_dataset, model_reading
 
 __all__ = ["aggregate"]
@@ -123,11 +124,12 @@ def aggregate(
             raise DataError(exc.detail, source=data_set.source) from None
         raise exc.renamed({"aggregation labels": f"{data_set.source} labels"}) from None
     sets = [data_set] + ([test_set] if test_set is not None else [])
-    details = model.options["aggregate"]
+    report = run_report(model)
+    details = report.aggregate
     rows = [(name, theta, base) for name, theta, base in zip(named, details["theta"], named.values())]
     rows.append(("aggregate", sum(details["theta"]), model))
     values = [[base.score(s.X, s.labels, model.measure) for s in sets] for _, _, base in rows]
-    model.options["data"] = like
+    record_reading(model, like)
     model.save(output.path)  # last: a run that fails (on --test, say) leaves no model behind
     if as_json:
         echo_json({
@@ -158,7 +160,7 @@ def aggregate(
     negative, positive = details["class_weights"]
     weighting = (f"loss weights for {model.measure}: positives {positive:.3g}, negatives {negative:.3g}"
                  if details["weighting"] == "measure" else "unweighted loss")
-    table.caption = f"{epochs_text(model.options['epochs'])}, fit in {model.fit_seconds:.2f} s"
+    table.caption = f"{epochs_text(report.epochs)}, fit in {model.fit_seconds:.2f} s"
     console = Console()
     console.print(table)
     console.print(weighting)

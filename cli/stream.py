@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 from calopt_cli.options import JsonOpt, echo_json, epochs_text, run_fields
+from calopt_cli.report import run_report
 from rich.console import Console
 from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
@@ -110,9 +111,10 @@ def train_stream(source: str, csv: Any, *, test: str | None, options: dict[str, 
             model = fit_stream(stream, progress=on_rows, **options)
         except DataError as exc:
             raise exc.renamed({"training labels": f"{stream.source} labels"}) from None
+    report = run_report(model)
     test_summary = None
     if test is not None:
-        test_set = load_dataset(test, csv, split="test", like=model.options["data"],
+        test_set = load_dataset(test, csv, split="test", like=report.data,
                                 of=f"the training data ({stream.source})")
         test_summary = model.summary(test_set.X, test_set.labels)
     if model_output is not None:
@@ -121,16 +123,16 @@ def train_stream(source: str, csv: Any, *, test: str | None, options: dict[str, 
     if as_json:
         echo_json({"task": "binary", "classes": [label_text(c) for c in model.classes],
                    "positive": label_text(model.positive), **run_fields(model),
-                   "stream": model.options["stream"], "train": {"value": train_value}, "test": test_summary,
+                   "stream": report.stream, "train": {"value": train_value}, "test": test_summary,
                    "history": model.history, "status": model.message,
                    "model": str(model_output.path) if model_output is not None else None})
         if model.status < 0:
             raise typer.Exit(3)
         return
     console = Console()
-    stream_info = model.options["stream"]
+    stream_info = report.stream
     console.print(f"{model.describe()}: streamed {stream_info['rows']:,} rows in {stream_info['parts']} parts, "
-                  f"{stream_info['passes']} passes, {epochs_text(model.options['epochs'])}, "
+                  f"{stream_info['passes']} passes, {epochs_text(report.epochs)}, "
                   f"positive class {label_text(model.positive)}, fit in {model.fit_seconds:.2f} s",
                   markup=False, highlight=False)
     if train_value is not None:

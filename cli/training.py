@@ -57,6 +57,7 @@ from calopt_cli.options import (
 from calopt_cli.cluster import cluster_input, dask_client
 from calopt_cli.outputs import Output, check_outputs, check_stdin_once, write_text
 from calopt_cli.progress import epoch_progress
+from calopt_cli.report import record_reading, run_report
 from calopt_cli.stream import StreamOpt, read_whole_source, streams, train_stream
 
 __all__ = ["CsvOptions", "DataArg", "DelimiterOpt", "HeaderOpt", "LabelColumnOpt", "evaluate", "load_dataset",
@@ -103,8 +104,8 @@ class CsvOptions:
 
 
 def reading(dataset: Dataset) -> dict[str, Any]:
-    """How a training file was read, kept in the model as ``options["data"]`` so that every
-    later file (``--test``, evaluate, predict, aggregate) is read the same way: with the
+    """How a training file was read, kept in the model (:func:`calopt_cli.report.record_reading`)
+    so that every later file (``--test``, evaluate, predict, aggregate) is read the same way: with the
     training CSV's header, its features' and label column's names (later CSV files are
     matched by name); ``feature_names`` None: by position."""
     read = {"format": dataset.format, "zero_based": dataset.zero_based, "n_features": dataset.n_features}
@@ -118,7 +119,7 @@ def reading(dataset: Dataset) -> dict[str, Any]:
 
 def model_reading(model: Any) -> dict[str, Any]:
     """How the model's training data were read (older model files: only its width is known)."""
-    return {**model.options.get("data", {}), "n_features": model.n_features}
+    return {**(run_report(model).data or {}), "n_features": model.n_features}
 
 
 def load_dataset(source: str, csv: CsvOptions, *, split: str = "train", like: dict[str, Any] | None = None,
@@ -442,23 +443,24 @@ def train(
     except DataError as exc:
         raise exc.renamed(sources) from None
     if train_set is not None:
-        model.options["data"] = reading(train_set)
+        record_reading(model, reading(train_set))
+    report = run_report(model)
     if test is not None and dask is not None:
-        test_set = load_dataset(test, csv, split="test", like=model.options["data"], of=f"the training data ({source})")
+        test_set = load_dataset(test, csv, split="test", like=report.data, of=f"the training data ({source})")
     if model_output is not None:
         model.save(model_output.path)
     _remove_finished_checkpoint(checkpoint_output)
     if model.status < 0:  # reported, and the exit code says so after the results
         typer.echo(f"calopt: warning: {model.message}; exit code 3", err=True)
-    constrained = model.options.get("constraints", [])
-    selection = model.options.get("selection") or {}
+    constrained = report.constraints
+    selection = report.selection or {}
     if constrained and selection.get("value", 0.0) < 0:  # no threshold feasible on the held-out rows
         typer.echo(f"calopt: warning: {held_out_unmet_message(constrained, selection['rule'])}", err=True)
     for entry in constrained:
         if not entry["satisfied"]:
             typer.echo(f"calopt: warning: {unmet_message(entry)}", err=True)
     if dask is not None:  # measured by the workers at the end of training
-        summaries = [(source if train_set is None else train_set.source, model.options["cluster"]["train"])]
+        summaries = [(source if train_set is None else train_set.source, report.cluster["train"])]
     else:
         summaries = [(train_set.source, model.summary(train_set.X, train_set.labels))]
     if test_set is not None:
@@ -472,10 +474,10 @@ def train(
             "classes": [label_text(c) for c in model.classes],
             "positive": positive_text(model),
             **run_fields(model),
-            **({"rank": model.options["rank"]} if model.options.get("rank") else {}),
+            **({"rank": report.rank} if report.rank else {}),
             "train": summaries[0][1],
             "test": summaries[1][1] if test_set is not None else None,
-            **({"constraints": constrained, "threshold_rule": model.options.get("threshold_rule")}
+            **({"constraints": constrained, "threshold_rule": report.threshold_rule}
                if constraints else {}),
             "history": model.history,
             "status": model.message,
@@ -488,15 +490,15 @@ def train(
     console = Console()
     title = model.describe() + (f" (diverged: {model.message})" if model.status < 0 else "")
     table = _summary_table(title, summaries, model.measure)
-    rank = f", rank {model.options['rank']}" if model.options.get("rank") else ""
-    cluster = model.options.get("cluster")
-    passes = epochs_text(model.options["epochs"]) if not cluster else \
-        f"{epochs_text(model.options['epochs'], 'round')} on {cluster['workers']} Dask workers ({cluster['mode']})"
+    rank = f", rank {report.rank}" if report.rank else ""
+    cluster = report.cluster
+    passes = epochs_text(report.epochs) if not cluster else \
+        f"{epochs_text(report.epochs, 'round')} on {cluster['workers']} Dask workers ({cluster['mode']})"
     positive_class = f", positive class {positive_text(model)}" if model.positive is not None else ""
-    table.caption = escape(f"{model.options['backend']}, {passes}{rank}{positive_class}, "
+    table.caption = escape(f"{report.backend}, {passes}{rank}{positive_class}, "
                            f"fit in {model.fit_seconds:.2f} s")
     console.print(table)
-    chosen = selection_text(model.options.get("selection"), model.measure)
+    chosen = selection_text(report.selection, model.measure)
     if chosen:
         console.print(chosen)
     if constrained:
