@@ -18,7 +18,7 @@ from calopt.training.selection import parse_rule
 from calopt_cli.outputs import check_outputs, check_stdin_once
 from calopt_cli.options import JsonOpt, MeasureOpt, SeedOpt, echo_json, epochs_text
 from calopt_cli.report import record_reading, run_report
-from calopt_cli.training import CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, load_dataset, model_reading
+from calopt_cli.reading import CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, load_dataset, model_reading
 
 __all__ = ["aggregate"]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -17,8 +16,8 @@ from calopt.io.files import train_test_split
 from calopt.io.labels import label_text
 from calopt_cli.options import MAX_SEED, ConstraintOpt, JsonOpt, MeasureOpt, PlotOpt, PositiveOpt, echo_json
 from calopt_cli.outputs import check_outputs, check_stdin_once
-from calopt_cli.training import (WITHIN_ERROR_NOTE, CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt,
-                                 constraint_mark, load_dataset, reading)
+from calopt_cli.reading import CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, embedded, load_dataset, reading
+from calopt_cli.render import WITHIN_ERROR_NOTE, constraint_mark
 
 __all__ = ["compare"]
 
@@ -75,11 +74,10 @@ def compare(
         check_outputs({"--plot": plot}, [data, test])
     csv = CsvOptions(label_column, delimiter, header)
     train_set = load_dataset(data, csv)
-    embedded = not Path(data).exists() and data in datasets.names()
     if test is not None:
         test_set = load_dataset(test, csv, split="test", like=reading(train_set),
                                 of=f"the training data ({train_set.source})")
-    elif embedded:
+    elif embedded(data):
         test_set = datasets.load(data, "test")
     else:
         train_set, test_set = train_test_split(train_set, TEST_SIZE, seed=seed)

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 from calopt_cli.options import JsonOpt, echo_json, epochs_text, run_fields
+from calopt_cli.reading import CsvOptions, load_dataset
 from calopt_cli.report import run_report
 from rich.console import Console
 from rich.progress import Progress, TextColumn, TimeElapsedColumn
@@ -95,8 +96,6 @@ def train_stream(source: str, csv: Any, *, test: str | None, options: dict[str, 
                  model_output: Any, as_json: bool, no_progress: bool) -> None:
     """``calopt train --stream``: the options a stream does not take are refused first (one
     line each, before anything is read); ``--test`` is read in memory, like the training file."""
-    from calopt_cli.training import load_dataset
-
     for option, value in refused.items():
         if value:
             raise ParameterError(f"{option}: not supported with --stream (a stream trains with --select none, "
@@ -172,8 +171,6 @@ def convert(
 
     Example: [bold]calopt convert big.svm.gz big.calopt && calopt train big.calopt --stream[/bold]
     """
-    from calopt_cli.training import CsvOptions
-
     if os.path.lexists(out):
         raise ParameterError(f"{out}: exists; convert writes a new directory (remove it or name another)")
     if not out.parent.is_dir():
