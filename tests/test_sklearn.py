@@ -781,18 +781,18 @@ def test_estimator_model_exports_with_the_user_s_labels():
     np.testing.assert_array_equal(exported.predict(X), estimator.predict(X))
 
 
-# -- the README's example ----------------------------------------------------------------------
-def _readme_section(title: str) -> str:
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    start = text.index(f"\n## {title}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start:end]
+# -- the manual's examples ---------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_readme_s_scikit_learn_example_runs():
-    """Every Python block of "Use from scikit-learn", in order, in one namespace (the torch block when
-    PyTorch is there)."""
-    blocks = re.findall(r"```python\n(.*?)```", _readme_section("Use from scikit-learn"), flags=re.S)
+def _python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
+
+
+def test_the_manual_s_scikit_learn_example_runs():
+    """Every Python block of the guide's "Use from scikit-learn" page, in order, in one namespace (the
+    torch block when PyTorch is there)."""
+    blocks = _python_blocks(ROOT / "docs" / "guide" / "sklearn.md")
     assert len(blocks) == 3 and "GridSearchCV" in blocks[0] and "partial_fit" in blocks[1]
     namespace: dict = {}
     for block in blocks:
@@ -804,3 +804,15 @@ def test_the_readme_s_scikit_learn_example_runs():
     assert type(namespace["exported"]).__name__ == "LinearSVC"
     if "on_torch" in namespace:
         assert type(namespace["on_torch"].coef_).__module__ == "torch"
+
+
+def test_the_readme_s_python_and_scikit_learn_examples_run():
+    """The README's two Python blocks ("From Python", "From scikit-learn") run as printed."""
+    blocks = _python_blocks(ROOT / "README.md")
+    assert len(blocks) == 2 and "calopt.fit" in blocks[0] and "GridSearchCV" in blocks[1]
+    namespace: dict = {}
+    exec(compile(blocks[0].replace('model.save("model.npz")', "pass"), "README.md", "exec"), namespace)
+    assert namespace["model"].score(namespace["test"].X, namespace["test"].labels) > 0.75  # ijcnn1's G-mean
+    exec(compile(blocks[1], "README.md", "exec"), namespace)
+    assert namespace["search"].best_params_["C"] in (0.1, 1, 10)
+    assert namespace["search"].score(namespace["test"].X, namespace["test"].labels) > 0.75  # a9a's
