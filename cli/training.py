@@ -86,9 +86,6 @@ BatchSizeOpt = Annotated[
     Optional[int],
     typer.Option("--batch-size", min=1, metavar="N", help="Mini-batch size (default: n/100, from 32 to 1024)."),
 ]
-ModelOutOpt = Annotated[
-    Optional[Path], typer.Option("--model-out", "-o", metavar="FILE", help="Write the trained model here (.npz).")
-]
 NoProgressOpt = Annotated[bool, typer.Option("--no-progress", help="No progress bar.")]
 CheckpointOpt = Annotated[
     Optional[Path],
@@ -389,7 +386,9 @@ def train(
     label_column: LabelColumnOpt = "-1",
     delimiter: DelimiterOpt = None,
     header: HeaderOpt = None,
-    model_out: ModelOutOpt = None,
+    model_out: Annotated[
+        Optional[Path], typer.Option("--model-out", "-o", metavar="FILE", help="Write the trained model here (.npz).")
+    ] = None,
     as_json: JsonOpt = False,
     no_progress: NoProgressOpt = False,
     checkpoint: CheckpointOpt = None,
