@@ -16,7 +16,7 @@ from typing import Any
 from calopt.errors import ParameterError
 from calopt.io import datasets
 from calopt.io.files import STDIN
-from calopt_cli.reading import embedded
+from calopt_cli.reading import CsvOptions, embedded
 
 
 @contextmanager
@@ -43,7 +43,8 @@ def dask_client(spec: str | None) -> Iterator[Any]:
         yield client
 
 
-def cluster_input(source: str, csv: Any, backend: str | None, device: Any) -> tuple[Any, Any, dict[str, Any], Any]:
+def cluster_input(source: str, csv: CsvOptions, backend: str | None,
+                  device: Any) -> tuple[Any, Any, dict[str, Any], Any]:
     """What the workers train on: ``(path, None, read_options, None)`` for a file, or the embedded
     dataset's ``(X, labels, {}, dataset)``."""
     if backend not in (None, "numpy") or device is not None:

@@ -52,7 +52,7 @@ def streams(source: str, stream: bool | None) -> bool:
         return False
 
 
-def read_whole_source(source: str, csv: Any) -> Dataset | None:
+def read_whole_source(source: str, csv: CsvOptions) -> Dataset | None:
     """``calopt train --no-stream`` on a directory of arrays or a Parquet file: its rows in
     memory (:func:`calopt.io.stream.read_whole`); None for anything else (a data file
     :func:`calopt.io.files.read_data` reads)."""
@@ -87,12 +87,12 @@ def pass_progress(enabled: bool) -> Iterator[Callable[[int, str], None]]:
         yield on_rows
 
 
-def _open(source: str, csv: Any, zero_based: bool | str = "auto") -> Any:
+def _open(source: str, csv: CsvOptions, zero_based: bool | str = "auto") -> Any:
     return open_stream(source, label_column=csv.label_column, delimiter=csv.delimiter, header=csv.header,
                        zero_based=zero_based)
 
 
-def train_stream(source: str, csv: Any, *, test: str | None, options: dict[str, Any], refused: dict[str, Any],
+def train_stream(source: str, csv: CsvOptions, *, test: str | None, options: dict[str, Any], refused: dict[str, Any],
                  model_output: Any, as_json: bool, no_progress: bool) -> None:
     """``calopt train --stream``: the options a stream does not take are refused first (one
     line each, before anything is read); ``--test`` is read in memory, like the training file."""
