@@ -42,6 +42,13 @@ thread, so seconds are per core and comparable between ``--jobs`` settings.
     python benchmarks/bench_suite.py --report --across default auto direct twin   # tags PREFIX-s0..2
     python benchmarks/bench_suite.py --list                # the datasets, without fitting
     python benchmarks/bench_suite.py --small --jobs 2 --split-seed K --tag default-sK   # the tiny sets, apart
+    python benchmarks/bench_suite.py --half dev --only calopt --tag NEW-sK ...     # the development half only
+    python benchmarks/bench_suite.py --report --across default twin --halves       # each half apart
+
+Halves (issue 25): ``benchmarks/split.json`` splits the wide and the ``--small`` sets, once and
+by name, into a development half (``dev``: rules and thresholds are chosen there) and a
+confirmation half (``confirm``: they are checked there, never tuned), whole families at a time
+(:func:`family`, :func:`make_split`).
 """
 
 from __future__ import annotations
@@ -68,6 +75,8 @@ HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / "shared" / "data"
 RESULTS = HERE / "results"
 ROUTE_FILE = RESULTS / "suite_route.json"
+SPLIT_FILE = HERE / "split.json"
+HALVES = ("dev", "confirm")
 
 MEASURES = ["min", "hmean", "qmean", "gmean", "f1", "jaccard", "gower-legendre"]
 GOWER_LEGENDRE_SIGMA = 0.5  # calopt's default (calopt list-measures --json)
@@ -273,6 +282,86 @@ def select(names: list[str], patterns: list[str] | None) -> list[str]:
     return [n for n in names if any(fnmatch.fnmatch(n.lower(), p.lower()) for p in patterns)]
 
 
+# -- the development / confirmation halves (issue 25) ----------------------------------
+
+#: Sets holding the same rows under another name, and the scikit-learn sets of one source.
+FAMILY_ALIASES = {"wisconsin": "breast-cancer", "breast-cancer": "breast-cancer",
+                  "sk-digits-0": "sk-digits", "sk-digits-8": "sk-digits"}
+
+
+def family(name: str) -> str:
+    """The source a set was cut from: the letters before its first digit or underscore
+    (``yeast1``, ``yeast_2_vs_4`` → ``yeast``; ``ecoli*``, ``glass*``, ``kr_vs_k*`` ...), the
+    scikit-learn sets by their loader, and wisconsin with breast-cancer (the same 683 rows).
+    Sets of one family share rows, so they go to the same half: a rule chosen on yeast1 is not
+    confirmed by yeast3."""
+    if name in FAMILY_ALIASES:
+        return FAMILY_ALIASES[name]
+    if name.startswith("sk-"):
+        return name
+    return re.match(r"[a-z]+", name.lower()).group()
+
+
+def make_split(sets: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The halves of ``sets`` (name → {"benchmark": "wide" | "small", "rows", "features"}),
+    whole families at a time: families by descending number of sets, then ascending median rows,
+    each to the half that keeps the set counts of both benchmarks closest (summed absolute
+    differences), a tie to the half with the smaller sum of log10(rows) in the family's
+    benchmark, then to ``dev``. Deterministic: the same sets give the same halves."""
+    families: dict[str, list[str]] = {}
+    for name in sorted(sets):
+        families.setdefault(family(name), []).append(name)
+    order = sorted(families, key=lambda f: (-len(families[f]), median(sets[n]["rows"] for n in families[f]), f))
+    halves: dict[str, list[str]] = {h: [] for h in HALVES}
+
+    def count(half: str, benchmark: str, extra: list[str] = ()) -> int:
+        return sum(sets[n]["benchmark"] == benchmark for n in [*halves[half], *extra])
+
+    def cost(half: str, members: list[str]) -> tuple[int, float]:
+        other = HALVES[1 - HALVES.index(half)]
+        imbalance = sum(abs(count(half, b, members) - count(other, b)) for b in ("wide", "small"))
+        benchmark = sets[members[0]]["benchmark"]
+        size = sum(math.log10(sets[n]["rows"]) for n in halves[half] if sets[n]["benchmark"] == benchmark)
+        return imbalance, size
+
+    for f in order:
+        chosen = min(HALVES, key=lambda h: cost(h, families[f]))
+        halves[chosen] += families[f]
+    return {"how": make_split.__doc__.split("\n\n")[0].replace("\n    ", " ").strip(),
+            "halves": {h: sorted(halves[h]) for h in HALVES},
+            "families": {f: next(h for h in HALVES if families[f][0] in halves[h]) for f in sorted(families)},
+            "sets": {n: sets[n] for n in sorted(sets)}}
+
+
+def split_sets_from_results(results: Path = RESULTS) -> dict[str, dict[str, Any]]:
+    """Every set of the wide and the ``--small`` benchmark, with its rows and features, from the
+    committed split-0 results (``suite_default-s0.json``, ``suite_small_default-s0.json``)."""
+    sets = {}
+    for benchmark, file in (("wide", "suite_default-s0.json"), ("small", "suite_small_default-s0.json")):
+        for name, info in load_results(results / file)["datasets"].items():
+            sets[name] = {"benchmark": benchmark, "rows": info["train_rows"] + info["test_rows"],
+                          "features": info["features"]}
+    return sets
+
+
+def load_split(path: Path | None = None) -> dict[str, str]:
+    """The committed halves (``benchmarks/split.json``): dataset name → ``dev`` or ``confirm``."""
+    halves = json.loads((path or SPLIT_FILE).read_text())["halves"]
+    return {name: half for half in HALVES for name in halves[half]}
+
+
+def in_half(names: list[str], half: str | None) -> list[str]:
+    """The names of ``half`` (all with None); a name the split does not hold is an error."""
+    if half is None:
+        return list(names)
+    split = load_split()
+    unknown = [n for n in names if n not in split]
+    if unknown:
+        raise SystemExit(f"{SPLIT_FILE.name} does not place {', '.join(unknown)}: add them (to one half, "
+                         f"by family) before running a half")
+    return [n for n in names if split[n] == half]
+
+
 # -- the two methods ----------------------------------------------------------------
 
 #: The key of ``--twin`` among a tag's "calopt kwargs": the tag holds the route's twin, not calopt.
@@ -465,7 +554,7 @@ def plan_cells(names: list[str], measures: list[str], split_seed: int, only: str
 
 
 def run(args: argparse.Namespace) -> None:
-    names = select(list(catalogue()), args.datasets)
+    names = in_half(select(list(catalogue()), args.datasets), args.half)
     route_path, ours_path = ROUTE_FILE, results_path(args.tag)
     route, ours = load_results(route_path), load_results(ours_path)
     plans = plan_cells(names, args.measures, args.split_seed, args.only, args.force, route, ours)
@@ -767,7 +856,7 @@ def compare(rows_a: list[dict], rows_b: list[dict], tag_a: str, tag_b: str) -> s
     return "\n".join(lines)
 
 
-def across(prefixes: list[str], splits: list[int], measures: list[str]) -> str:
+def across(prefixes: list[str], splits: list[int], measures: list[str], names: list[str] | None = None) -> str:
     """The criteria of each variant on every split seed (tags ``PREFIX-sK``) and their mean; the
     variant ``twin`` (``--twin``) is the route against itself, the floor of the criteria. For
     variants whose cells chose between the measure's own solver and the plug-in route
@@ -786,7 +875,7 @@ def across(prefixes: list[str], splits: list[int], measures: list[str]) -> str:
             path = results_path(f"{prefix}-s{split}")
             if not path.exists():
                 continue
-            rows = join_cells(route, load_results(path), measures)
+            rows = join_cells(route, load_results(path), measures, names)
             tables[prefix, split] = rows
             s = summarize(rows)
             per_split.append((split, len(rows), s["overall"]["mean_margin"], s["overall"]["median_margin"],
@@ -829,13 +918,37 @@ def across(prefixes: list[str], splits: list[int], measures: list[str]) -> str:
     return "\n".join(lines)
 
 
+def halves_report(prefixes: list[str], splits: list[int], measures: list[str]) -> str:
+    """:func:`across` on each half of the committed split (``benchmarks/split.json``) apart:
+    a rule is kept only if it holds on both."""
+    split, route = load_split(), load_results(ROUTE_FILE)
+    present = sorted({key.split("|")[0] for key in route["cells"]})
+    blocks = []
+    for half in HALVES:
+        names = [n for n in present if split.get(n) == half]
+        rows = [route["datasets"][n]["train_rows"] for n in names if n in route["datasets"]]
+        blocks += [f"#### {'Development' if half == 'dev' else 'Confirmation'} half (`--half {half}`): "
+                   f"{len(names)} sets" + (f", median {median(rows):.0f} training rows" if rows else ""),
+                   "", across(prefixes, splits, measures, names), ""]
+    missing = [n for n in present if n not in split]
+    if missing:
+        blocks.append(f"Not in {SPLIT_FILE.name} (in neither half): {', '.join(missing)}.")
+    return "\n".join(blocks).rstrip()
+
+
 def report(args: argparse.Namespace) -> None:
     if args.across:
-        print(across(args.across, args.splits, args.measures))
+        if args.halves:
+            print(halves_report(args.across, args.splits, args.measures))
+            return
+        names = None if args.half is None else in_half(sorted(load_split()), args.half)
+        print(across(args.across, args.splits, args.measures, names))
         return
     route = load_results(ROUTE_FILE)
     ours = load_results(results_path(args.tag))
     names = select(sorted(ours["datasets"]), args.datasets) if args.datasets else None
+    if args.half:
+        names = in_half(names or sorted(ours["datasets"]), args.half)
     rows = join_cells(route, ours, args.measures, names)
     if args.compare:
         other = load_results(results_path(args.compare))
@@ -878,6 +991,14 @@ def main(argv: list[str] | None = None) -> None:
                         help="with --report: each variant's criteria over the tags PREFIX-s0, -s1, ... "
                              "(--splits) and their mean")
     parser.add_argument("--splits", nargs="+", type=int, default=[0, 1, 2], metavar="SEED")
+    parser.add_argument("--half", choices=HALVES,
+                        help="only the datasets of this half of benchmarks/split.json (running or --report): "
+                             "dev, where rules and thresholds are chosen, or confirm, where they are checked")
+    parser.add_argument("--halves", action="store_true",
+                        help="with --report --across: the table of each half apart")
+    parser.add_argument("--make-split", action="store_true",
+                        help="print the split make_split derives from the committed split-0 results (the "
+                             "committed benchmarks/split.json is this output; it is not rewritten)")
     args = parser.parse_args(argv)
     if args.small:
         global SMALL, ROUTE_FILE
@@ -886,6 +1007,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.calopt_kwargs:
             parser.error("--twin runs the route in calopt's place: give no --calopt-kwargs")
         args.calopt_kwargs = {TWIN: args.twin}
+    if args.make_split:
+        print(json.dumps(make_split(split_sets_from_results()), indent=1, ensure_ascii=False))
+        return
     if args.list:
         print("\n".join(select(list(catalogue()), args.datasets)))
         return

@@ -9,6 +9,17 @@ the positive rate p: that is all AMP and STAMP need.
 
 Every method takes its namespace as the required keyword ``xp`` and works elementwise
 on arrays of any shape (0-d included); zero divided by zero is 0, as in scikit-learn.
+
+**More than two classes.** A measure that extends to K classes says how in
+``multiclass`` and computes its value from a K × K confusion matrix
+(:meth:`Measure.from_confusion`, rows the true classes, columns the predicted ones;
+:func:`confusion_matrix`). A concave measure is then its function of the K per-class
+recalls (``psi_classes``: G-mean, H-mean, Q-mean, min; for K = 2 exactly Ψ(TPR, TNR)), a
+pseudo-linear one the macro (or, with ``average="micro"``, micro) average of its
+one-vs-rest values, as scikit-learn's ``f1_score(average="macro")`` is. The classes
+counted are those present in the labels or the predictions, as scikit-learn's and
+imbalanced-learn's scores count them; a measure may define its own (balanced accuracy,
+accuracy).
 """
 
 from __future__ import annotations
@@ -19,12 +30,15 @@ from typing import Any, ClassVar
 
 from calopt.backends import backend_of
 from calopt.components import Component
+from calopt.errors import ParameterError
 
 __all__ = [
     "ConcaveMeasure",
     "Measure",
     "PseudoLinearMeasure",
     "confusion_counts",
+    "confusion_matrix",
+    "present_classes",
     "safe_divide",
 ]
 
@@ -58,11 +72,42 @@ def confusion_counts(y_true: Array, y_pred: Array, *, xp: Any, dtype: Any = None
     )
 
 
+def confusion_matrix(y_true: Array, y_pred: Array, n_classes: int, *, xp: Any, dtype: Any = None,
+                     weight: Array | None = None) -> Array:
+    """The K × K confusion matrix of class codes 0..K−1 (rows: true classes, columns: predicted),
+    sums of the sample ``weight`` when given: one-hot rows multiplied, so any namespace serves."""
+    dtype = xp.float64 if dtype is None else dtype
+    classes = xp.arange(n_classes, device=getattr(y_true, "device", None))
+    true = xp.astype(xp.reshape(y_true, (-1, 1)) == classes, dtype)
+    predicted = xp.astype(xp.reshape(y_pred, (-1, 1)) == classes, dtype)
+    if weight is not None:
+        true = true * xp.reshape(xp.astype(weight, dtype), (-1, 1))
+    return xp.matmul(xp.permute_dims(true, (1, 0)), predicted)
+
+
+def _class_counts(matrix: Array, *, xp: Any) -> tuple[Array, Array, Array, Array]:
+    """Per class, one against the rest: (TP, FP, TN, FN) as (K,) arrays, and the classes present."""
+    K = matrix.shape[0]
+    eye = xp.eye(K, dtype=matrix.dtype, device=getattr(matrix, "device", None))
+    tp = xp.sum(matrix * eye, axis=1)
+    true, predicted = xp.sum(matrix, axis=1), xp.sum(matrix, axis=0)
+    fn, fp = true - tp, predicted - tp
+    return tp, fp, xp.sum(matrix) - tp - fp - fn, fn
+
+
+def present_classes(matrix: Array, *, xp: Any) -> Array:
+    """Whether each class occurs among the labels or the predictions (a (K,) boolean array)."""
+    return (xp.sum(matrix, axis=1) > 0) | (xp.sum(matrix, axis=0) > 0)
+
+
 @dataclasses.dataclass(frozen=True)
 class Measure(Component):
     """A performance measure of a binary classifier; greater is better."""
 
     kind: ClassVar[str] = "measure"
+    #: How the measure extends to more than two classes (shown by ``calopt list-measures``);
+    #: None: it does not, and :meth:`from_confusion` refuses K > 2.
+    multiclass: ClassVar[str | None] = None
 
     @abc.abstractmethod
     def from_rates(self, tpr: Array, tnr: Array, p: float, *, xp: Any) -> Array:
@@ -81,9 +126,27 @@ class Measure(Component):
         counts = confusion_counts(xp.asarray(y_true), xp.asarray(y_pred), xp=xp)
         return float(self.from_counts(*counts, xp=xp))
 
+    def from_confusion(self, matrix: Array, *, xp: Any) -> Array:
+        """The measure from a K × K confusion matrix (:func:`confusion_matrix`).
+
+        For K = 2 the classes are (negative, positive) in that order and the value is
+        :meth:`from_counts`'s, exactly; K > 2 calls :meth:`from_classes`.
+        """
+        K = matrix.shape[0]
+        if K == 2:
+            return self.from_counts(matrix[1, 1], matrix[0, 1], matrix[0, 0], matrix[1, 0], xp=xp)
+        if self.multiclass is None:
+            raise ParameterError(f"measure {self.spec!r} is for two classes; the data have {K}")
+        return self.from_classes(matrix, xp=xp)
+
+    def from_classes(self, matrix: Array, *, xp: Any) -> Array:
+        """The measure of K > 2 classes from their confusion matrix (measures with ``multiclass``)."""
+        raise NotImplementedError(f"measure {self.name!r} declares multiclass but defines no from_classes")
+
     @classmethod
     def properties(cls) -> dict[str, Any]:
-        return {}
+        """What ``calopt list-measures`` shows beside the name: how the measure extends to K classes."""
+        return {"multiclass": cls.multiclass}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,6 +193,18 @@ class ConcaveMeasure(Measure):
     def from_rates(self, tpr: Array, tnr: Array, p: float, *, xp: Any) -> Array:
         return self.psi(tpr, tnr, xp=xp)
 
+    def psi_classes(self, recalls: Array, present: Array, *, xp: Any) -> Array:
+        """Ψ of the K per-class ``recalls`` (K,) over the classes ``present`` (a boolean (K,)): the
+        measures that extend to K classes define it (G-mean: the geometric mean of the recalls)."""
+        raise NotImplementedError(f"measure {self.name!r} declares multiclass but defines no psi_classes")
+
+    def from_classes(self, matrix: Array, *, xp: Any) -> Array:
+        """Ψ of the per-class recalls of the classes in the labels or the predictions; a class
+        predicted but absent from the labels has recall 0, as imbalanced-learn's
+        ``geometric_mean_score(average="multiclass")`` counts it."""
+        tp, _, _, fn = _class_counts(matrix, xp=xp)
+        return self.psi_classes(safe_divide(tp, tp + fn, xp=xp), present_classes(matrix, xp=xp), xp=xp)
+
     def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
         """Ψ(TPR, TNR), where a class absent from both the labels and the predictions has
         rate 1 (imbalanced-learn's ``geometric_mean_score`` and scikit-learn's
@@ -147,6 +222,18 @@ class PseudoLinearMeasure(Measure):
     """(a0 + a1·P + a2·N) / (b0 + b1·P + b2·N): solved by AMP / STAMP."""
 
     family: ClassVar[str] = "pseudo-linear"
+    multiclass: ClassVar[str | None] = "the mean of its one-vs-rest values (average=micro: of the summed counts)"
+
+    def from_classes(self, matrix: Array, *, xp: Any) -> Array:
+        """The macro average of the one-vs-rest values over the classes in the labels or the
+        predictions (scikit-learn's ``average="macro"``), or with ``average="micro"`` the value
+        of the counts summed over the classes."""
+        tp, fp, tn, fn = _class_counts(matrix, xp=xp)
+        if getattr(self, "average", "macro") == "micro":
+            return self.from_counts(xp.sum(tp), xp.sum(fp), xp.sum(tn), xp.sum(fn), xp=xp)
+        present = present_classes(matrix, xp=xp)
+        values = xp.where(present, self.from_counts(tp, fp, tn, fn, xp=xp), xp.zeros_like(tp))
+        return xp.sum(values) / xp.astype(xp.sum(xp.astype(present, xp.int64)), values.dtype)
 
     @abc.abstractmethod
     def coefficients(self, p: float) -> tuple[tuple[float, float, float], tuple[float, float, float]]:

@@ -37,6 +37,7 @@ def _show(kind: str, as_json: bool, flags: tuple[str, ...] = ()) -> None:
         ("family", {"no_wrap": True}, lambda info: info["family"] or "-"),
         ("parameters", {"overflow": "fold"}, lambda info: _params_text(info["params"])),
         ("properties", {"no_wrap": True}, lambda info: "\n".join(filter(info.get, flags)) or "-"),
+        ("classes", {"no_wrap": True}, lambda info: "2 or more" if info.get("multiclass") else "2"),
         ("aliases", {}, lambda info: "\n".join(info["aliases"]) or "-"),
         ("plugin", {"no_wrap": True}, lambda info: info["plugin"]),
         ("summary", {"ratio": 1}, lambda info: info["summary"]),
@@ -44,6 +45,7 @@ def _show(kind: str, as_json: bool, flags: tuple[str, ...] = ()) -> None:
     keep = {
         "parameters": not described or any(info["params"] for info in described),
         "properties": bool(flags),
+        "classes": any("multiclass" in info for info in described),
         "aliases": not described or any(info["aliases"] for info in described),
     }
     columns = [column for column in columns if keep.get(column[0], True)]
@@ -68,7 +70,10 @@ def _show(kind: str, as_json: bool, flags: tuple[str, ...] = ()) -> None:
 def list_measures(as_json: JsonOpt = False) -> None:
     """List the performance measures and the plugins that provide them.
 
-    A measure's family (concave or pseudo-linear) decides which algorithms can train for it.
+    A measure's family (concave or pseudo-linear) decides which algorithms can train for it;
+    "classes" says whether it is defined on more than two classes (--json: "multiclass" says
+    how: G-mean is the geometric mean of the per-class recalls, F1 the mean of its
+    one-vs-rest values, ...).
 
     Use one as [bold]--measure name[/bold] or [bold]--measure name:key=value[/bold] (fbeta:beta=2).
     """

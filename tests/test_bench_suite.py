@@ -6,6 +6,7 @@ Every expected number below was worked out by hand from the table, not by the co
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -163,3 +164,120 @@ def test_bench_text_reads_both_collections(tmp_path):
     (folder / "yelp_labelled.txt").write_text("no label here\n", encoding="utf-8")
     with pytest.raises(SystemExit, match="yelp_labelled.txt:1"):
         bench_text.messages(folder)
+
+
+# -- the development / confirmation halves (issue 25) ---------------------------------
+
+def _committed_split():
+    return json.loads(suite.SPLIT_FILE.read_text())
+
+
+def test_the_committed_split_is_the_rule_applied_to_the_committed_sets():
+    """Fixed: split.json is make_split of the sets the committed split-0 results hold, and a few
+    assignments are pinned here, so neither a new rule nor a new set moves a set silently."""
+    committed = _committed_split()
+    assert suite.make_split(suite.split_sets_from_results()) == committed
+    halves = suite.load_split()
+    pinned = {"magic04": "dev", "w8a": "dev", "hiva": "dev", "ecoli1": "dev", "glass0": "confirm",
+              "ijcnn1": "confirm", "a9a": "confirm", "sylva": "confirm", "yeast1": "confirm", "pima": "dev"}
+    assert {name: halves[name] for name in pinned} == pinned
+
+
+def test_the_split_is_disjoint_and_covers_every_set_of_both_benchmarks():
+    committed = _committed_split()
+    dev, confirm = set(committed["halves"]["dev"]), set(committed["halves"]["confirm"])
+    assert not dev & confirm
+    wide = set(suite.load_results(suite.RESULTS / "suite_default-s0.json")["datasets"])
+    small = set(suite.load_results(suite.RESULTS / "suite_small_default-s0.json")["datasets"])
+    assert (len(wide), len(small)) == (79, 39)
+    assert dev | confirm == wide | small
+
+
+def test_the_split_keeps_families_together_and_is_balanced():
+    committed = _committed_split()
+    halves, sets = suite.load_split(), committed["sets"]
+    for name in halves:  # sets cut from the same rows never straddle the halves
+        assert all(halves[other] == halves[name] for other in halves if suite.family(other) == suite.family(name))
+    assert halves["wisconsin"] == halves["breast-cancer"]
+    for benchmark in ("wide", "small"):
+        members = {h: [sets[n] for n in committed["halves"][h] if sets[n]["benchmark"] == benchmark]
+                   for h in suite.HALVES}
+        assert abs(len(members["dev"]) - len(members["confirm"])) <= 2
+        medians = [np.median([s["rows"] for s in members[h]]) for h in suite.HALVES]
+        assert max(medians) / min(medians) < 2
+    for half in suite.HALVES:  # each wide half holds large and wide sets, not only small dense ones
+        wide = [sets[n] for n in committed["halves"][half] if sets[n]["benchmark"] == "wide"]
+        assert sum(s["rows"] > 10_000 for s in wide) >= 2
+        assert sum(s["features"] >= 100 for s in wide) >= 2
+
+
+def test_make_split_by_hand():
+    """Families whole, the largest family first, then the counts balanced and ties to the half
+    with fewer log-rows: worked out by hand."""
+    def s(rows, benchmark="wide"):
+        return {"benchmark": benchmark, "rows": rows, "features": 5}
+
+    sets = {"yeast1": s(1000), "yeast2": s(1000), "yeast_3_vs_4": s(500),  # family yeast, 3 sets
+            "pima": s(700), "german": s(1000), "magic04": s(19000), "iris0": s(150, "small")}
+    halves = suite.make_split(sets)["halves"]
+    # imbalance = Σ over wide, small of |count here after − count there|:
+    # yeast (3 sets) first: 3 either way, no rows yet: dev. Then by rows: iris0 (small): 3 + 1
+    # either way, no small rows yet: dev. pima: dev 4 + 1, confirm 2 + 1: confirm. german: dev
+    # 3 + 1, confirm 1 + 1: confirm. magic04: dev 2 + 1, confirm 0 + 1: confirm.
+    assert halves == {"dev": ["iris0", "yeast1", "yeast2", "yeast_3_vs_4"],
+                      "confirm": ["german", "magic04", "pima"]}
+    assert suite.family("kr_vs_k_zero_vs_eight") == suite.family("kr_vs_k_one_vs_fifteen") == "kr"
+    assert suite.family("sk-digits-8") == "sk-digits" != suite.family("sk-wine-0")
+
+
+def test_halves_report_keeps_each_half_apart(tmp_path, monkeypatch):
+    monkeypatch.setattr(suite, "RESULTS", tmp_path)
+    monkeypatch.setattr(suite, "ROUTE_FILE", tmp_path / "suite_route.json")
+    monkeypatch.setattr(suite, "SPLIT_FILE", tmp_path / "split.json")
+    (tmp_path / "split.json").write_text(json.dumps({"halves": {"dev": ["A"], "confirm": ["B"]}}))
+    info = {"A": {"train_rows": 500, "test_positives": 40}, "B": {"train_rows": 900, "test_positives": 40}}
+    route = {"cells": {f"{n}|f1|split0": {"value": 0.5, "seconds": 2.0} for n in "AB"}, "datasets": info}
+    suite.write_results(tmp_path / "suite_route.json", route)
+    cells = {"A|f1|split0": {"value": 0.53, "seconds": 1.0, "algorithm": "lbfgs"},
+             "B|f1|split0": {"value": 0.47, "seconds": 1.0, "algorithm": "lbfgs"}}
+    suite.write_results(tmp_path / "suite_default-s0.json", {"cells": cells, "datasets": info})
+    text = suite.halves_report(["default"], [0], ["f1"])
+    dev, confirm = text.split("#### Confirmation")
+    assert "| default | 0 | 1 | +0.0300 |" in dev and "-0.0300" not in dev
+    assert "| default | 0 | 1 | -0.0300 |" in confirm and "| 1.000 | 0 |" not in confirm
+    assert suite.in_half(["A", "B"], "confirm") == ["B"]
+    with pytest.raises(SystemExit, match="does not place C"):
+        suite.in_half(["A", "C"], "dev")
+
+
+# -- bench_sizes.py (issue 25) -------------------------------------------------------------
+
+def _bench_sizes():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_sizes.py"
+    spec = importlib.util.spec_from_file_location("bench_sizes", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_sizes", module)  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_sizes_exact_cut_by_hand():
+    """Scores 3, 2, 2, 1 with positives at 3 and one 2: the cuts keep ties together. F1: top 1
+    → 2/3, top 3 → 4/5, all → 4/6: the cut below the 2s, threshold 1.5. G-mean: top 1 and top 3
+    both √0.5: the first, threshold 2.5."""
+    sizes = _bench_sizes()
+    scores, positive = np.array([2.0, 3.0, 1.0, 2.0]), np.array([False, True, False, True])
+    assert sizes.exact_cut(scores, positive, "f1") == 1.5
+    assert sizes.exact_cut(scores, positive, "gmean") == 2.5
+    assert sizes.exact_cut(scores, positive, "jaccard") == 1.5  # 2/3 at the top 3, 1/2 at the top 1
+    assert sizes.exact_cut(np.array([1.0, 2.0]), np.array([True, True]), "f1") == 0.0  # all positive
+
+
+def test_bench_sizes_wide_sparse_generator_is_fixed_and_has_the_stated_shape():
+    sizes = _bench_sizes()
+    a, b = sizes.wide_sparse(quick=True), sizes.wide_sparse(quick=True)
+    assert a.X_train.shape == (1_000, 20_000) and a.X_test.shape == (4_000, 20_000)
+    assert (a.X_train != b.X_train).nnz == 0 and np.array_equal(a.y_test, b.y_test)
+    assert abs(a.X_train.nnz / (1_000 * 20_000) - 0.01) < 0.0005
+    assert set(np.unique(a.X_train.data)) == {1.0}
+    assert 0.07 < a.y_train.mean() < 0.13

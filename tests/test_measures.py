@@ -643,5 +643,5 @@ def test_list_measures_shows_all_seven():
         assert info["plugin"] == "calopt"
         assert info["summary"]
     assert entries["fbeta"].aliases == ("f1",)
-    assert entries["fbeta"].describe()["params"] == {"beta": 1.0}
-    assert entries["gower-legendre"].describe()["params"] == {"sigma": 0.5}
+    assert entries["fbeta"].describe()["params"] == {"beta": 1.0, "average": "macro"}
+    assert entries["gower-legendre"].describe()["params"] == {"sigma": 0.5, "average": "macro"}

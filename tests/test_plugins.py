@@ -464,8 +464,8 @@ def test_example_algorithm_batch_one_is_the_averaged_perceptron(example_plugin):
 
 
 def test_example_plugin_registers_its_components(example_plugin):
-    measure = calopt.get_measure("bacc")
-    assert isinstance(measure, example_plugin.BalancedAccuracy)
+    measure = calopt.get_measure("informedness")
+    assert isinstance(measure, example_plugin.Youden)
     assert isinstance(calopt.get_loss("smoothed-hinge"), example_plugin.SmoothedHinge)
     losses = {entry.name: entry.describe() for entry in calopt.list_losses()}
     hinge = losses["smoothed-hinge"]
@@ -473,21 +473,22 @@ def test_example_plugin_registers_its_components(example_plugin):
     assert (hinge["smooth"], hinge["calibrated"], hinge["reward"]) == (True, True, True)
 
 
-def test_balanced_accuracy_matches_sklearn(example_plugin, backend):
+def test_youden_matches_sklearn(example_plugin, backend):
+    """Youden's J is scikit-learn's adjusted balanced accuracy on two classes, and its dual region the point (1, 1)."""
     xp = backend.xp
     rng = np.random.default_rng(0)
     y_true = np.where(rng.random(100) < 0.3, 1.0, -1.0)
     y_pred = np.where(rng.random(100) < 0.8, y_true, -y_true)
-    measure = calopt.get_measure("balanced-accuracy")
+    measure = calopt.get_measure("youden")
     value = measure.score(backend.asarray(y_true), backend.asarray(y_pred), xp=xp)
-    assert value == pytest.approx(balanced_accuracy_score(y_true, y_pred))
+    assert value == pytest.approx(balanced_accuracy_score(y_true, y_pred, adjusted=True))
 
     alpha = backend.asarray([0.0, 0.3, 2.0])
     beta = backend.asarray([1.0, 0.5, -1.0])
     a, b = measure.project(alpha, beta, xp=xp)
-    np.testing.assert_array_equal(backend.to_numpy(a), 0.5)
-    np.testing.assert_array_equal(backend.to_numpy(b), 0.5)
-    np.testing.assert_array_equal(backend.to_numpy(measure.conjugate(a, b, xp=xp)), 0.0)
+    np.testing.assert_array_equal(backend.to_numpy(a), 1.0)
+    np.testing.assert_array_equal(backend.to_numpy(b), 1.0)
+    np.testing.assert_array_equal(backend.to_numpy(measure.conjugate(a, b, xp=xp)), 1.0)
     grad = measure.conjugate_grad(a, b, xp=xp)
     np.testing.assert_array_equal(backend.to_numpy(grad[0]), 0.0)
     # Ψ(P, N) = min over the dual region of α·P + β·N − Ψ*(α, β), the region being one point.
@@ -570,9 +571,9 @@ def test_wheels_install_into_a_fresh_venv(tmp_path):
 
     measures = json.loads(_run([calopt_script, "list-measures", "--json"], cwd=tmp_path, timeout=120).stdout)
     by_name = {entry["name"]: entry for entry in measures}
-    assert by_name["balanced-accuracy"]["plugin"] == "calopt-example"
-    assert by_name["balanced-accuracy"]["family"] == "concave"
-    for name in ("gmean", "fbeta", "jaccard"):
+    assert by_name["youden"]["plugin"] == "calopt-example"
+    assert by_name["youden"]["family"] == "concave"
+    for name in ("gmean", "fbeta", "jaccard", "balanced-accuracy"):
         assert by_name[name]["plugin"] == "calopt"
     losses = json.loads(_run([calopt_script, "list-losses", "--json"], cwd=tmp_path, timeout=120).stdout)
     by_name = {entry["name"]: entry for entry in losses}
@@ -585,12 +586,12 @@ def test_wheels_install_into_a_fresh_venv(tmp_path):
     (tmp_path / "y.txt").write_text("\n".join(map(str, y_true)) + "\n")
     (tmp_path / "p.txt").write_text("\n".join(map(str, y_pred)) + "\n")
     scored = _run(
-        [calopt_script, "score", "y.txt", "p.txt", "--measure", "balanced-accuracy", "--json"],
+        [calopt_script, "score", "y.txt", "p.txt", "--measure", "youden", "--positive", "2", "--json"],
         cwd=tmp_path,
         timeout=120,
     )
     assert scored.stderr == ""
-    assert json.loads(scored.stdout)["value"] == pytest.approx(balanced_accuracy_score(y_true, y_pred))
+    assert json.loads(scored.stdout)["value"] == pytest.approx(balanced_accuracy_score(y_true, y_pred, adjusted=True))
 
     # The plugin's algorithm trains through the CLI, with calopt's step trial and averaging,
     # and its model is as good on a9a's test split as the built-in sgd's (balanced accuracy).

@@ -1,16 +1,19 @@
 """Data files in, :class:`Dataset` out: the one module that knows file formats.
 
-Reads LIBSVM/svmlight (kept sparse), CSV and NPZ files, plain or compressed with bzip2 or
-gzip. Every problem with an input becomes a one-line :class:`~calopt.errors.DataError`
-that names the file, the line (or column) and what is wrong; nothing here trains or
-writes anything. Labels are kept as read (:mod:`calopt.io.labels` encodes them).
+Reads LIBSVM/svmlight (kept sparse, through scikit-learn's parser), CSV (through pandas'
+C parser) and NPZ files, plain or compressed with bzip2 or gzip. Every problem with an
+input becomes a one-line :class:`~calopt.errors.DataError` that names the file, the line
+(or column) and what is wrong: the libraries read, and the text is re-scanned line by line
+only when they fail, to say where. Nothing here trains or writes anything. Labels are kept as read (:mod:`calopt.io.labels` encodes them).
 """
 
 from __future__ import annotations
 
 import bz2
 import csv
+import functools
 import gzip
+import itertools
 import math
 import os
 import re
@@ -19,7 +22,7 @@ import sys
 import zipfile
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from io import BytesIO
 from pathlib import Path
@@ -317,9 +320,10 @@ def read_data(
     The format comes from the name without its compression suffix: ``.npz`` (arrays ``X``
     and ``y``), ``.csv``/``.tsv``/``.data`` are CSV; any other name is LIBSVM when its
     first data line is ``label index:value ...``, else CSV. LIBSVM is read with
-    scikit-learn's parser and kept sparse; ``zero_based`` is the index base (``"auto"``:
-    one-based unless an index 0 appears; the Dataset records the base used, so that
-    test files can be read with the training file's). CSV options: ``label_column`` (an
+    scikit-learn's parser and kept sparse, CSV with pandas' (:func:`_read_csv`).
+    ``zero_based`` is the LIBSVM index base (``"auto"``: one-based unless an index 0
+    appears; the Dataset records the base used, so that test files can be read with the
+    training file's). CSV options: ``label_column`` (an
     index, negative from the end, or a header name), ``delimiter`` (default: sniffed from
     ``;``, tab, ``,`` and whitespace) and ``header`` (True/False, default: detected, see
     :func:`_looks_like_header`).
@@ -477,7 +481,7 @@ def _sniff_delimiter(lines: list[tuple[int, str]]) -> str | None:
     ``;`` comes first because a file separated by ``;`` may use ``,`` as its decimal mark,
     while a ``,`` file has no ``;`` in its numbers.
     """
-    sample = [line for _, line in lines[:20]]
+    sample = [line for _, line in lines[:_SNIFF_LINES]]
     for candidate in (";", "\t", ","):
         counts = {line.count(candidate) for line in sample}
         if len(counts) == 1 and counts != {0}:
@@ -529,24 +533,41 @@ def _integer(text: str) -> int | None:
     return int(text) if re.fullmatch(r"[+-]?[0-9]+", text.strip()) else None
 
 
-def _looks_like_header(rows: list[list[str]], label_index: int | None) -> bool:
+def _looks_like_header(first: list[str], label_index: int | None, others_numeric: Callable[[int], bool]) -> bool:
     """Whether the first row names the columns (the rule when neither --header nor --no-header).
 
     It does when (1) none of its feature fields is a number (``a,b,class``); or (2) its
     fields are the column numbers ``0,1,2,...`` or ``1,2,3,...`` (three columns or more:
     what a data frame without names writes); or (3) its label field is not a number
-    while every other row's label is one (``0,1,2,y`` over labels -1 and 1). Any other
-    first row is data: a row with a number among its features is never dropped.
+    while every other row's label is one (``0,1,2,y`` over labels -1 and 1;
+    ``others_numeric(label_index)`` says whether there are other rows and every one's label
+    is a number). Any other first row is data: a row with a number among its features is
+    never dropped.
     """
-    first = rows[0]
     features = [field for column, field in enumerate(first) if column != label_index]
     if features and not any(_is_number(field) for field in features):
         return True
     numbers = [_integer(field) for field in first]
     if len(first) >= 3 and numbers[0] in (0, 1) and numbers == list(range(numbers[0], numbers[0] + len(first))):
         return True
-    return (label_index is not None and len(rows) > 1 and not _is_number(first[label_index])
-            and all(_is_number(row[label_index]) for row in rows[1:]))
+    return label_index is not None and not _is_number(first[label_index]) and others_numeric(label_index)
+
+
+def _all_numbers(text: Iterable[str]) -> bool:
+    """Whether every one of ``text`` (stripped fields) is a number (``float`` reads it)."""
+    return all(_is_number(t) for t in text)
+
+
+@dataclass(frozen=True)
+class _CsvOptions:
+    """How :func:`read_data` was asked to read a CSV file (see there)."""
+
+    label_column: int | str
+    delimiter: str | None
+    header: bool | None
+    unlabelled_width: int | None = None
+    columns: dict[str, Any] | None = None
+    labelled: bool = True
 
 
 def _read_csv(
@@ -562,14 +583,188 @@ def _read_csv(
 
     With ``unlabelled_width`` (features to predict), a file of exactly that many columns
     has no label column; with ``columns`` (a model's names) a file with a header is read
-    by name (:func:`read_data`).
+    by name (:func:`read_data`). Read through pandas (:func:`_csv_through_pandas`); the
+    text is scanned line by line (:func:`_scan_csv`) only when pandas cannot vouch for
+    every row (a bad value, a ragged line, quotes across lines, …): the scan reads the
+    same values, or names the line and column of the first bad one.
+    """
+    options = _CsvOptions(label_column, delimiter, header, unlabelled_width, columns, labelled)
+    raw = _read_bytes(found)
+    try:
+        return _csv_through_pandas(found, raw, options)
+    except _Rescan:
+        return _scan_csv(found, raw, options)
+
+
+class _Rescan(Exception):
+    """pandas cannot vouch for a CSV's reading: scan the text line by line instead (:func:`_scan_csv`)."""
+
+
+#: Whitespace other than space, tab, CR and LF (every character ``str.isspace`` takes): ``str.split``
+#: separates fields at it where pandas' whitespace delimiter does not.
+_ODD_SPACE = re.compile("[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_ODD_SPACE_BYTES = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+#: Data lines the delimiter is sniffed from (:func:`_sniff_delimiter`).
+_SNIFF_LINES = 20
+_NOT_SPACE = re.compile(rb"\S")
+
+
+def _csv_through_pandas(found: _Input, raw: bytes, options: _CsvOptions) -> Dataset:
+    """:func:`_read_csv` through ``pandas.read_csv`` (C engine), or :class:`_Rescan`.
+
+    The first data lines are read as the scan reads them (delimiter, header, label column:
+    the same functions); the rest goes to pandas, features as float64 (its float parser is
+    correctly rounded: the values ``float`` gives), the label column as text. Whatever the
+    scan would report, or might split otherwise (a NUL byte, a lone CR, quotes across
+    lines, other whitespace between fields, a field that is no finite number, a ragged
+    line), raises :class:`_Rescan`, never an error of its own.
     """
     source = found.source
-    text = _decode(_read_bytes(found), source)
-    lines = list(_numbered_lines(text, found.first_line))
+    if raw.startswith(_BOM):
+        raw = raw[len(_BOM):]
+    lines, body = _csv_head(raw, found.first_line)
+    delimiter = _csv_delimiter(options.delimiter, lines)
+    _check_splittable(raw, delimiter)
+    try:
+        first = _split_rows(lines[:1], delimiter, source)[0]
+        if lines[0][1].count('"') % 2:
+            raise _Rescan
+        rest: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+        def table(label_index: int | None) -> tuple[np.ndarray, np.ndarray]:
+            if label_index not in rest:
+                rest[label_index] = _pandas_rows(raw, body, delimiter, len(first), label_index)
+            return rest[label_index]
+
+        def others_numeric(label_index: int) -> bool:
+            labels = table(label_index)[1]
+            return len(labels) > 0 and _all_numbers(labels.tolist())
+
+        header, label_index, feature_columns = _csv_columns(first, lines[0][0], delimiter, options, source,
+                                                            others_numeric)
+        values, label_text = table(label_index)
+        if header and not len(values):
+            raise _Rescan
+        X = _csv_matrix(values, None if header else first, feature_columns, label_index)
+        if not header and label_index is not None:
+            label_text = np.concatenate([np.array([first[label_index]], dtype=str), label_text])
+        labels = None if label_index is None else _parse_labels(label_text, range(len(label_text)), source)
+    except (DataError, ValueError):
+        raise _Rescan from None
+    return _csv_dataset(X, labels, first if header else None, feature_columns, label_index, source)
+
+
+def _csv_matrix(values: np.ndarray, first: list[str] | None, feature_columns: list[int],
+                label_index: int | None) -> np.ndarray:
+    """The features (float64, one copy): the first row's fields (``first``, None when a header) over
+    pandas' ``values`` (the columns but the label's); :class:`_Rescan` if any is not finite. In
+    Fortran order, as the scan's NumPy conversion of a column selection leaves them (and pandas
+    holds them): the same array to the last bit of every product a model computes with it."""
+    positions = [c if label_index is None or c < label_index else c - 1 for c in feature_columns]
+    above = 0 if first is None else 1
+    X = np.empty((above + len(values), len(feature_columns)), order="F")
+    if first is not None:
+        X[0] = np.array([first[c] for c in feature_columns], dtype=str).astype(np.float64)
+    X[above:] = values if positions == list(range(values.shape[1])) else values[:, positions]
+    if not np.isfinite(X).all():
+        raise _Rescan
+    return X
+
+
+def _csv_head(raw: bytes, first_line: int) -> tuple[list[tuple[int, str]], int]:
+    """The first data lines of a CSV's text, numbered (as many as the delimiter is sniffed from),
+    and the offset in ``raw`` of the line after the first of them. The head read grows from
+    64 kB until it holds them (wide lines) or is the whole text."""
+    size = 1 << 16
+    while True:
+        head = raw[:size]
+        if len(head) < len(raw):
+            head = head[:head.rfind(b"\n") + 1]
+        try:
+            lines = list(itertools.islice(_numbered_lines(head.decode("utf-8"), first_line), _SNIFF_LINES))
+        except UnicodeDecodeError:
+            raise _Rescan from None
+        if len(lines) == _SNIFF_LINES or len(head) == len(raw):
+            break
+        size *= 4
+    if not lines:
+        raise _Rescan
+    body = 0
+    for _ in range(lines[0][0] - first_line + 1):
+        body = raw.find(b"\n", body) + 1
+        if body == 0:
+            return lines, len(raw)
+    return lines, body
+
+
+def _check_splittable(raw: bytes, delimiter: str | None) -> None:
+    """:class:`_Rescan` unless pandas splits ``raw`` into the lines and fields the scan does: no NUL
+    (the :mod:`csv` module refuses it), no CR but before LF (the scan's lines end at LF only),
+    and with the whitespace delimiter no quote (``str.split`` knows none) and no whitespace but
+    spaces and tabs between fields."""
+    if b"\x00" in raw or (b"\r" in raw and raw.count(b"\r") != raw.count(b"\r\n")):
+        raise _Rescan
+    if delimiter is None:
+        if b'"' in raw or any(space in raw for space in _ODD_SPACE_BYTES):
+            raise _Rescan
+        if not raw.isascii() and _ODD_SPACE.search(raw.decode("utf-8", errors="replace")):
+            raise _Rescan
+
+
+def _pandas_rows(raw: bytes, body: int, delimiter: str | None, n_columns: int,
+                 label_index: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The lines of ``raw`` from offset ``body`` through ``pandas.read_csv``: the columns other than
+    the label's as float64 (rows × columns), and the label column's stripped fields (text).
+    :class:`_Rescan` when pandas fails, or its rows or columns are not the scan's."""
+    import pandas as pd
+
+    if not _NOT_SPACE.search(raw, body):
+        return np.zeros((0, n_columns - (label_index is not None))), np.zeros(0, dtype=str)
+    dtypes: dict[int, Any] = {c: np.float64 for c in range(n_columns)}
+    if label_index is not None:
+        dtypes[label_index] = object
+    text = BytesIO(raw)  # shares raw's bytes
+    text.seek(body)
+    try:
+        frame = pd.read_csv(text, sep=delimiter or r"\s+", header=None, dtype=dtypes,
+                            na_filter=False, skipinitialspace=True, skip_blank_lines=True, quotechar='"',
+                            engine="c", encoding="utf-8", **_pandas_float_options())
+    except (ValueError, TypeError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        raise _Rescan from None
+    if frame.shape[1] != n_columns or (b'"' in raw and len(frame) != _data_lines(raw, body)):
+        raise _Rescan
+    labels = np.zeros(0, dtype=str)
+    if label_index is not None:
+        column = frame.pop(label_index).to_numpy(dtype=object)
+        if pd.api.types.infer_dtype(column, skipna=False) != "string":  # a missing field, say
+            raise _Rescan
+        labels = np.strings.strip(column.astype(str))
+    return frame.to_numpy(dtype=np.float64), labels
+
+
+def _data_lines(raw: bytes, start: int) -> int:
+    """The lines of ``raw`` from ``start`` that hold more than whitespace (as the scan counts them)."""
+    return sum(1 for line in raw[start:].decode("utf-8").split("\n") if line.strip())
+
+
+@functools.cache
+def _pandas_float_options() -> dict[str, Any]:
+    """``float_precision="round_trip"`` before pandas 3.1 (whose default converter was not correctly
+    rounded); nothing from 3.1 on, where every converter is the correctly rounded one."""
+    import pandas as pd
+
+    version = tuple(int(part) for part in re.findall(r"\d+", pd.__version__)[:2])
+    return {} if version >= (3, 1) else {"float_precision": "round_trip"}
+
+
+def _scan_csv(found: _Input, raw: bytes, options: _CsvOptions) -> Dataset:
+    """:func:`_read_csv` by a line-by-line scan (:mod:`csv` and ``float``), naming the line and
+    column of anything wrong: the reference the pandas reading must agree with."""
+    source = found.source
+    lines = list(_numbered_lines(_decode(raw, source), found.first_line))
     if not lines:
         raise DataError(f"{source}: empty file")
-    delimiter = _csv_delimiter(delimiter, lines)
+    delimiter = _csv_delimiter(options.delimiter, lines)
     rows = _split_rows(lines, delimiter, source)
     n_columns = len(rows[0])
     for (number, line), row in zip(lines, rows):
@@ -578,17 +773,12 @@ def _read_csv(
                 f"{source}: line {number}: {len(row)} fields where line {lines[0][0]} "
                 f"has {n_columns} (delimiter {delimiter or 'whitespace'!r})"
             )
-    named = columns is not None and columns.get("feature_names") is not None
-    if named and header is not False and (header or _names_a_column(rows[0], columns)):
-        header, label_index, feature_columns = True, *_columns_by_name(
-            rows[0], columns, label_column, labelled, f"{source}: line {lines[0][0]}")
-    elif named and header is None:
-        raise DataError(f"{source}: line {lines[0][0]}: no header naming the model's features "
-                        f"({_names_text(columns['feature_names'])}); add one, or give --no-header to read the "
-                        f"columns by position")
-    else:
-        header, label_index = _csv_layout(rows, lines, label_column, header, unlabelled_width, delimiter, source)
-        feature_columns = [c for c in range(n_columns) if c != label_index]
+
+    def others_numeric(label_index: int) -> bool:
+        return len(rows) > 1 and _all_numbers(row[label_index] for row in rows[1:])
+
+    header, label_index, feature_columns = _csv_columns(rows[0], lines[0][0], delimiter, options, source,
+                                                        others_numeric)
     names = rows[0] if header else None
     if header:
         lines, rows = lines[1:], rows[1:]
@@ -597,6 +787,30 @@ def _read_csv(
     table = np.array(rows, dtype=str)
     X = _csv_features(table, feature_columns, names, lines, source)
     labels = None if label_index is None else _parse_labels(table[:, label_index], [n for n, _ in lines], source)
+    return _csv_dataset(X, labels, names, feature_columns, label_index, source)
+
+
+def _csv_columns(first: list[str], line: int, delimiter: str | None, options: _CsvOptions, source: str,
+                 others_numeric: Callable[[int], bool]) -> tuple[bool, int | None, list[int]]:
+    """Whether the first row (``first``, on line ``line``) is a header, the label column's index
+    (None: none) and the feature columns' indices, in the order X takes them."""
+    columns, header = options.columns, options.header
+    named = columns is not None and columns.get("feature_names") is not None
+    if named and header is not False and (header or _names_a_column(first, columns)):
+        label_index, feature_columns = _columns_by_name(first, columns, options.label_column, options.labelled,
+                                                        f"{source}: line {line}")
+        return True, label_index, feature_columns
+    if named and header is None:
+        raise DataError(f"{source}: line {line}: no header naming the model's features "
+                        f"({_names_text(columns['feature_names'])}); add one, or give --no-header to read the "
+                        f"columns by position")
+    header, label_index = _csv_layout(first, line, options, delimiter, source, others_numeric)
+    return header, label_index, [c for c in range(len(first)) if c != label_index]
+
+
+def _csv_dataset(X: np.ndarray, labels: np.ndarray | None, names: list[str] | None, feature_columns: list[int],
+                 label_index: int | None, source: str) -> Dataset:
+    """The Dataset of a CSV's features and labels, with the header's names (None: no header)."""
     feature_names = tuple(names[c] for c in feature_columns) if names else None
     if feature_names is not None and len(set(feature_names)) < len(feature_names):
         feature_names = None  # a name given twice cannot find its column: by position
@@ -640,27 +854,27 @@ def _columns_by_name(first: list[str], columns: dict[str, Any], label_column: in
     return (position[label] if labelled else None), [position[name] for name in wanted]
 
 
-def _csv_layout(rows: list[list[str]], lines: list[tuple[int, str]], label_column: int | str, header: bool | None,
-                unlabelled_width: int | None, delimiter: str | None, source: str) -> tuple[bool, int | None]:
+def _csv_layout(first: list[str], line: int, options: _CsvOptions, delimiter: str | None, source: str,
+                others_numeric: Callable[[int], bool]) -> tuple[bool, int | None]:
     """Whether the first row is a header, and the label column's index (None: no label column)."""
-    first, n_columns = rows[0], len(rows[0])
-    has_label = n_columns != unlabelled_width
+    n_columns, label_column, header = len(first), options.label_column, options.header
+    has_label = n_columns != options.unlabelled_width
     if n_columns < 2 and has_label:
         raise DataError(
-            f"{source}: line {lines[0][0]}: one column only; need features and a label "
+            f"{source}: line {line}: one column only; need features and a label "
             f"(delimiter {delimiter or 'whitespace'!r})"
         )
     label_index: int | None = None
     if has_label and isinstance(label_column, str) and _integer(label_column) is None:
         if header is False or label_column not in first:
             names = ", ".join(_excerpt(f, 20) for f in first[:8]) + (", …" if n_columns > 8 else "")
-            raise DataError(f"{source}: line {lines[0][0]}: no column named {_excerpt(label_column, 30)} "
+            raise DataError(f"{source}: line {line}: no column named {_excerpt(label_column, 30)} "
                             f"(first line: {names}{'; --no-header given' if header is False else ''})")
         label_index, header = first.index(label_column), True
     elif has_label:
         label_index = _column_index(label_column, n_columns, source)
     if header is None:
-        header = _looks_like_header(rows, label_index)
+        header = _looks_like_header(first, label_index, others_numeric)
     return bool(header), label_index
 
 
@@ -704,7 +918,7 @@ def _column_index(label_column: int | str, n_columns: int, source: str) -> int:
     return column % n_columns
 
 
-def _parse_labels(text: np.ndarray, numbers: list[int], source: str) -> np.ndarray:
+def _parse_labels(text: np.ndarray, numbers: Sequence[int], source: str) -> np.ndarray:
     """Labels as float64 when every one is a number, else as strings; no blanks or NaN."""
     blank = np.flatnonzero(np.char.str_len(text) == 0)
     if len(blank):
@@ -983,7 +1197,7 @@ def one_based_columns(X: Any) -> Any:
 def csv_layout(found: _Input, block: bytes, label_column: int | str, delimiter: str | None) -> tuple[str, str]:
     """The label column's index and the delimiter (as options for :func:`read_csv_block`) that
     :func:`read_data` settles on the first lines of a CSV file (``block``: its first block)."""
-    lines = list(_numbered_lines(_decode(block, found.source)))
+    lines = list(itertools.islice(_numbered_lines(_decode(block, found.source)), _SNIFF_LINES))
     delimiter = _csv_delimiter(delimiter, lines)
     first = _split_rows(lines[:1], delimiter, found.source)[0]
     if isinstance(label_column, str) and _integer(label_column) is None:

@@ -228,48 +228,45 @@ def _not_finite(X: Any, source: str, first_row: int) -> None:
     raise DataError(f"{source}: X[{first_row + row}, {column}] is not finite (row {first_row + row}, from 0)")
 
 
-@dataclass(frozen=True)
-class _Npy:
-    """A ``.npy`` file known by its header alone: where its data start, their type and shape.
-    Nothing is mapped until :func:`_rows_of` maps the rows it reads."""
+def _load_npy(path: Path, source: str) -> np.memmap:
+    """A C-ordered ``.npy`` array of numbers or strings, opened by ``np.load(mmap_mode="r",
+    allow_pickle=False)`` (which checks its header against the file's size, and never
+    unpickles); what numpy refuses is explained by :func:`_npy_problem`. Its rows are read
+    through :func:`_rows_of` and :func:`_mapped_rows`, never through this mapping."""
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError, SyntaxError) as exc:
+        raise DataError(f"{source}: {path.name}: {_npy_problem(path, exc)}") from None
+    if not isinstance(array, np.memmap):  # an .npz archive under a .npy name
+        array.close()
+        raise DataError(f"{source}: {path.name}: not a .npy array (a zip archive)")
+    if array.dtype.kind not in "biufUS":
+        raise DataError(f"{source}: {path.name}: an array of {array.dtype} (numbers or strings only; never pickle)")
+    if array.ndim > 1 and not array.flags.c_contiguous:
+        raise DataError(f"{source}: {path.name}: Fortran order; save it in C order (rows contiguous) to stream it")
+    return array
 
-    filename: str
-    offset: int
-    dtype: np.dtype
-    shape: tuple[int, ...]
 
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-
-def _load_npy(path: Path, source: str) -> _Npy:
-    """The header of a C-ordered ``.npy`` array of numbers or strings (never pickle), checked
-    against the file's size."""
+def _npy_problem(path: Path, exc: BaseException) -> str:
+    """Why ``np.load`` refused ``path`` (``exc``), from its header: Python objects, fewer bytes than
+    the header declares, else numpy's own words."""
     try:
         with open(path, "rb") as f:
             version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-            elif version == (2, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-            else:
-                raise ValueError(f"format version {version[0]}.{version[1]} is not supported")
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(f)
             offset = f.tell()
         size = os.path.getsize(path)
-    except (OSError, ValueError, EOFError, SyntaxError) as exc:
-        raise DataError(f"{source}: {path.name}: not a .npy array ({one_line(exc, 80)})") from None
-    if dtype.hasobject or dtype.kind not in "biufUS":
-        raise DataError(f"{source}: {path.name}: an array of {dtype} (numbers or strings only; never pickle)")
-    if fortran and len(shape) > 1:
-        raise DataError(f"{source}: {path.name}: Fortran order; save it in C order (rows contiguous) to stream it")
+    except (OSError, ValueError, EOFError, SyntaxError):
+        return f"not a .npy array ({one_line(exc, 80)})"
+    if dtype.hasobject:
+        return f"an array of {dtype} (numbers or strings only; never pickle)"
     if offset + math.prod(shape) * dtype.itemsize > size:
-        raise DataError(f"{source}: {path.name}: declares {'×'.join(map(str, shape))} {dtype} but holds "
-                        f"{size - offset} bytes")
-    return _Npy(str(path), offset, dtype, tuple(int(k) for k in shape))
+        return f"declares {'×'.join(map(str, shape))} {dtype} but holds {size - offset} bytes"
+    return f"not a .npy array ({one_line(exc, 80)})"
 
 
-def _rows_of(array: _Npy, start: int, stop: int, dtype: Any = None) -> np.ndarray:
+def _rows_of(array: np.memmap, start: int, stop: int, dtype: Any = None) -> np.ndarray:
     """A copy of rows ``start:stop`` through a mapping of those rows only, unmapped on return:
     neither the address space nor the resident set ever holds the whole file."""
     part = _mapped_rows(array, start, stop)
@@ -278,9 +275,11 @@ def _rows_of(array: _Npy, start: int, stop: int, dtype: Any = None) -> np.ndarra
     return rows
 
 
-def _mapped_rows(array: _Npy, start: int, stop: int) -> np.ndarray:
-    """Rows ``start:stop`` as a read-only mapping of those rows only (unmapped when the last
-    reference goes): what a pass reads once, with no copy of its own."""
+def _mapped_rows(array: np.memmap, start: int, stop: int) -> np.ndarray:
+    """Rows ``start:stop`` of an array :func:`_load_npy` opened, as a read-only mapping of those rows
+    only (unmapped when the last reference goes): what a pass reads once, with no copy of its own.
+    The rows are not a slice of ``array``: pages read through its whole-file mapping would stay
+    resident for as long as the source lives."""
     row_bytes = array.dtype.itemsize * math.prod(array.shape[1:])
     if stop <= start or row_bytes == 0:
         return np.zeros((max(stop - start, 0), *array.shape[1:]), dtype=array.dtype)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from calopt.hookspecs import hookimpl
 from calopt_measures.concave import GMean, HMean, Min, QMean
-from calopt_measures.pseudo_linear import FBeta, GowerLegendre, Jaccard, Precision
-from calopt_measures.rates import TNR, TPR
+from calopt_measures.pseudo_linear import Accuracy, FBeta, GowerLegendre, Jaccard, Precision
+from calopt_measures.rates import TNR, TPR, BalancedAccuracy
 
-__all__ = ["FBeta", "GMean", "GowerLegendre", "HMean", "Jaccard", "Min", "Precision", "QMean", "TNR", "TPR"]
+__all__ = ["Accuracy", "BalancedAccuracy", "FBeta", "GMean", "GowerLegendre", "HMean", "Jaccard", "Min", "Precision", "QMean", "TNR", "TPR"]
 
 
 @hookimpl
@@ -28,3 +28,5 @@ def register_measures(register):
     register(TPR, aliases=("recall",))
     register(TNR)
     register(Precision)
+    register(BalancedAccuracy, aliases=("bacc",))
+    register(Accuracy)

@@ -1,5 +1,9 @@
 """The concave measures of paper 002, Table 1: Min, H-mean, Q-mean and G-mean of (TPR, TNR).
 
+On K > 2 classes each is the same mean of the K per-class recalls (``psi_classes``), over
+the classes in the labels or the predictions (:meth:`calopt.ConcaveMeasure.from_classes`):
+G-mean is imbalanced-learn's ``geometric_mean_score(average="multiclass")``.
+
 Each gives Ψ, its concave conjugate Ψ* and ∇Ψ* on the sufficient dual region A_Ψ, and
 the Euclidean projection onto A_Ψ. The projections work elementwise on arrays of any
 shape with a fixed amount of work and no host synchronisation: Min and Q-mean in closed
@@ -23,6 +27,17 @@ Array = Any
 
 def _zeros(alpha: Array, beta: Array, *, xp: Any) -> Array:
     return xp.zeros_like(alpha + beta)
+
+
+def _mean_over(values: Array, present: Array, *, xp: Any) -> Array:
+    """The mean of ``values`` over the ``present`` classes (0 when none is)."""
+    count = xp.astype(xp.sum(xp.astype(present, xp.int64)), values.dtype)
+    return safe_divide(xp.sum(xp.where(present, values, xp.zeros_like(values))), count, xp=xp)
+
+
+def _any_zero(recalls: Array, present: Array, *, xp: Any) -> Array:
+    """Whether a present class has recall 0 (a mean of reciprocals or logarithms is then 0)."""
+    return xp.any(present & (recalls == 0)) | ~xp.any(present)
 
 
 def _choose(condition: Array, first: tuple, second: tuple, *, xp: Any) -> tuple:
@@ -54,8 +69,15 @@ class Min(_Homogeneous):
     #: The dual optimum when P = N.
     dual_start: ClassVar[tuple[float, float]] = (0.5, 0.5)
 
+    multiclass: ClassVar[str | None] = "the smallest per-class recall"
+
     def psi(self, tpr: Array, tnr: Array, *, xp: Any) -> Array:
         return xp.minimum(tpr, tnr)
+
+    def psi_classes(self, recalls: Array, present: Array, *, xp: Any) -> Array:
+        if not bool(xp.any(present)):
+            return xp.zeros_like(recalls[0])
+        return xp.min(xp.where(present, recalls, xp.ones_like(recalls)))
 
     def project(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
         """Onto the segment α + β = 1, α, β ≥ 0: project onto the line, then clip."""
@@ -72,8 +94,16 @@ class HMean(_Homogeneous):
     #: The dual optimum when P = N (on the parabola √α + √β = √2).
     dual_start: ClassVar[tuple[float, float]] = (0.5, 0.5)
 
+    multiclass: ClassVar[str | None] = "the harmonic mean of the per-class recalls"
+
     def psi(self, tpr: Array, tnr: Array, *, xp: Any) -> Array:
         return safe_divide(2 * tpr * tnr, tpr + tnr, xp=xp)
+
+    def psi_classes(self, recalls: Array, present: Array, *, xp: Any) -> Array:
+        usable = present & (recalls > 0)
+        inverse = xp.where(usable, 1 / xp.where(usable, recalls, xp.ones_like(recalls)), xp.zeros_like(recalls))
+        mean = _mean_over(inverse, present, xp=xp)
+        return xp.where(_any_zero(recalls, present, xp=xp), xp.zeros_like(mean), safe_divide(xp.ones_like(mean), mean, xp=xp))
 
     def project(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
         """Onto {√α + √β ≥ √2} ∩ {α² + β² ≤ 4} ∩ R+².
@@ -123,8 +153,15 @@ class QMean(ConcaveMeasure):
     dual_start: ClassVar[tuple[float, float]] = (0.5, 0.5)
     float_projection: ClassVar[bool] = True
 
+    multiclass: ClassVar[str | None] = "1 − the root mean square of the per-class error rates"
+
     def psi(self, tpr: Array, tnr: Array, *, xp: Any) -> Array:
         return 1 - xp.sqrt(((1 - tpr) ** 2 + (1 - tnr) ** 2) * 0.5)
+
+    def psi_classes(self, recalls: Array, present: Array, *, xp: Any) -> Array:
+        if not bool(xp.any(present)):
+            return xp.zeros_like(recalls[0])
+        return 1 - xp.sqrt(_mean_over((1 - recalls) ** 2, present, xp=xp))
 
     def conjugate(self, alpha: Array, beta: Array, *, xp: Any) -> Array:
         return alpha + beta - 1
@@ -161,8 +198,16 @@ class GMean(_Homogeneous):
     bisection_steps: ClassVar[int] = 3
     newton_steps: ClassVar[int] = 4
 
+    multiclass: ClassVar[str | None] = "the geometric mean of the per-class recalls"
+
     def psi(self, tpr: Array, tnr: Array, *, xp: Any) -> Array:
         return xp.sqrt(tpr * tnr)
+
+    def psi_classes(self, recalls: Array, present: Array, *, xp: Any) -> Array:
+        usable = present & (recalls > 0)
+        logs = xp.where(usable, xp.log(xp.where(usable, recalls, xp.ones_like(recalls))), xp.zeros_like(recalls))
+        mean = _mean_over(logs, present, xp=xp)
+        return xp.where(_any_zero(recalls, present, xp=xp), xp.zeros_like(mean), xp.exp(mean))
 
     def project(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
         """Onto {αβ ≥ 1/4} ∩ R+², a convex region bounded by one branch of a hyperbola.

@@ -4,6 +4,11 @@ Each is a ratio of affine functions of (TPR, TNR) whose coefficients depend on t
 label skew θ = (1 − p)/p (spec, "Performance measures"; the F-β row carries the spec's
 correction of the paper's β²·TP to β²·FN). From counts, each uses its popular form and
 is 0 where its denominator is 0, as scikit-learn's scores with ``zero_division=0``.
+
+On K > 2 classes each is the macro average of its one-vs-rest values (``average="micro"``:
+the value of the counts summed over the classes), as scikit-learn's ``f1_score``,
+``fbeta_score``, ``jaccard_score`` and ``precision_score`` average them; accuracy is the
+share of rows whose class is predicted.
 """
 
 from __future__ import annotations
@@ -14,13 +19,22 @@ from typing import Any, ClassVar
 from calopt.errors import DataError
 from calopt.measures import PseudoLinearMeasure, safe_divide
 
-__all__ = ["FBeta", "GowerLegendre", "Jaccard", "Precision"]
+__all__ = ["Accuracy", "FBeta", "GowerLegendre", "Jaccard", "Precision"]
 
 Array = Any
 #: The largest β or σ: their squares and products with counts (up to 1e12) stay far from
 #: overflow; β = 1e6 already weighs recall 10¹² times precision.
 _LARGEST = 1e6
 Coefficients = tuple[tuple[float, float, float], tuple[float, float, float]]
+
+
+#: The averages over K > 2 classes (a parameter of the measures below).
+AVERAGES = ("macro", "micro")
+
+
+def _check_average(measure: PseudoLinearMeasure) -> None:
+    measure.require(measure.average in AVERAGES,
+                    f"average must be one of {', '.join(AVERAGES)}, got {measure.average!r}")
 
 
 def _skew(p: float) -> float:
@@ -39,9 +53,12 @@ class FBeta(PseudoLinearMeasure):
     name: ClassVar[str] = "fbeta"
     #: Weight of recall relative to precision.
     beta: float = 1.0
+    #: Over K > 2 classes: ``macro`` (the mean of the one-vs-rest values) or ``micro``.
+    average: str = "macro"
 
     def check_params(self) -> None:
         self.require_positive("beta", at_most=_LARGEST)
+        _check_average(self)
 
     def coefficients(self, p: float) -> Coefficients:
         theta, beta2 = _skew(p), float(self.beta) ** 2
@@ -57,6 +74,11 @@ class Jaccard(PseudoLinearMeasure):
     """Jaccard index: TP / (TP + FP + FN)."""
 
     name: ClassVar[str] = "jaccard"
+    #: Over K > 2 classes: ``macro`` (the mean of the one-vs-rest values) or ``micro``.
+    average: str = "macro"
+
+    def check_params(self) -> None:
+        _check_average(self)
 
     def coefficients(self, p: float) -> Coefficients:
         theta = _skew(p)
@@ -73,9 +95,12 @@ class GowerLegendre(PseudoLinearMeasure):
     name: ClassVar[str] = "gower-legendre"
     #: Weight of the errors (1: accuracy, 2: Rogers-Tanimoto).
     sigma: float = 0.5
+    #: Over K > 2 classes: ``macro`` (the mean of the one-vs-rest values) or ``micro``.
+    average: str = "macro"
 
     def check_params(self) -> None:
         self.require_positive("sigma", at_most=_LARGEST)
+        _check_average(self)
 
     def coefficients(self, p: float) -> Coefficients:
         theta, sigma = _skew(p), float(self.sigma)
@@ -95,6 +120,11 @@ class Precision(PseudoLinearMeasure):
     """
 
     name: ClassVar[str] = "precision"
+    #: Over K > 2 classes: ``macro`` (the mean of the one-vs-rest values) or ``micro``.
+    average: str = "macro"
+
+    def check_params(self) -> None:
+        _check_average(self)
 
     def coefficients(self, p: float) -> Coefficients:
         theta = _skew(p)
@@ -102,3 +132,26 @@ class Precision(PseudoLinearMeasure):
 
     def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
         return safe_divide(tp, tp + fp, xp=xp)
+
+
+@dataclasses.dataclass(frozen=True)
+class Accuracy(PseudoLinearMeasure):
+    """Accuracy: (TP + TN) / n, the share of rows whose class is predicted.
+
+    p·P + (1−p)·N: (0, p, 1−p) / (1, 0, 0). On imbalanced data the constant majority
+    prediction scores high; it is here to compare with, and for rate constraints.
+    """
+
+    name: ClassVar[str] = "accuracy"
+    multiclass: ClassVar[str | None] = "the share of rows whose class is predicted"
+
+    def coefficients(self, p: float) -> Coefficients:
+        _skew(p)  # both classes needed, as for every pseudo-linear measure
+        return (0.0, p, 1.0 - p), (1.0, 0.0, 0.0)
+
+    def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        return safe_divide(tp + tn, tp + fp + tn + fn, xp=xp)
+
+    def from_classes(self, matrix: Array, *, xp: Any) -> Array:
+        eye = xp.eye(matrix.shape[0], dtype=matrix.dtype, device=getattr(matrix, "device", None))
+        return safe_divide(xp.sum(matrix * eye), xp.sum(matrix), xp=xp)

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from calopt.measures import ConcaveMeasure, safe_divide
 
-__all__ = ["TNR", "TPR"]
+__all__ = ["TNR", "TPR", "BalancedAccuracy"]
 
 Array = Any
 
@@ -65,3 +65,26 @@ class TNR(_Linear):
 
     def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
         return safe_divide(tn, tn + fp, xp=xp)
+
+
+@dataclasses.dataclass(frozen=True)
+class BalancedAccuracy(_Linear):
+    """Balanced accuracy: the mean of the per-class recalls, (TPR + TNR)/2 for two classes."""
+
+    name: ClassVar[str] = "balanced-accuracy"
+    dual_start: ClassVar[tuple[float, float]] = (0.5, 0.5)
+    multiclass: ClassVar[str | None] = "the mean of the per-class recalls"
+
+    def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        """(TPR + TNR)/2 over the classes in the labels, as scikit-learn's ``balanced_accuracy_score``
+        (a class absent from the labels is left out; a one-class sample scores its one recall)."""
+        positives, negatives = tp + fn, tn + fp
+        total = safe_divide(tp, positives, xp=xp) + safe_divide(tn, negatives, xp=xp)
+        count = xp.astype(positives > 0, total.dtype) + xp.astype(negatives > 0, total.dtype)
+        return safe_divide(total, count, xp=xp)
+
+    def from_classes(self, matrix: Array, *, xp: Any) -> Array:
+        true = xp.sum(matrix, axis=1)
+        eye = xp.eye(matrix.shape[0], dtype=matrix.dtype, device=getattr(matrix, "device", None))
+        recalls = safe_divide(xp.sum(matrix * eye, axis=1), true, xp=xp)
+        return safe_divide(xp.sum(recalls), xp.sum(xp.astype(true > 0, recalls.dtype)), xp=xp)

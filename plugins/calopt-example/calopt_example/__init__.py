@@ -15,35 +15,35 @@ from typing import Any, ClassVar, NamedTuple
 
 import calopt
 
-__all__ = ["AveragedPerceptron", "BalancedAccuracy", "SmoothedHinge", "register_algorithms",
+__all__ = ["AveragedPerceptron", "Youden", "SmoothedHinge", "register_algorithms",
            "register_default_losses", "register_losses", "register_measures"]
 
 Array = Any
 
 
 @dataclasses.dataclass(frozen=True)
-class BalancedAccuracy(calopt.ConcaveMeasure):
-    """Balanced accuracy (TPR + TNR) / 2, the mean of the two class recalls.
+class Youden(calopt.ConcaveMeasure):
+    """Youden's J statistic (informedness): TPR + TNR − 1.
 
-    Ψ(P, N) = (P + N) / 2 is linear, so in Ψ(P, N) = min over (α, β) of α·P + β·N − Ψ*(α, β)
-    the dual region is the single point (1/2, 1/2), where Ψ* = 0 and ∇Ψ* = 0; the
-    projection onto the region is that point.
+    Ψ(P, N) = P + N − 1 is linear, so in Ψ(P, N) = min over (α, β) of α·P + β·N − Ψ*(α, β)
+    the dual region is the single point (1, 1), where Ψ* = 1 and ∇Ψ* = 0; the projection
+    onto the region is that point.
     """
 
-    name: ClassVar[str] = "balanced-accuracy"
-    dual_start: ClassVar[tuple[float, float]] = (0.5, 0.5)
+    name: ClassVar[str] = "youden"
+    dual_start: ClassVar[tuple[float, float]] = (1.0, 1.0)
 
     def psi(self, tpr: Array, tnr: Array, *, xp: Any) -> Array:
-        return (tpr + tnr) / 2
+        return tpr + tnr - 1
 
     def conjugate(self, alpha: Array, beta: Array, *, xp: Any) -> Array:
-        return xp.zeros_like(alpha)
+        return xp.ones_like(alpha)
 
     def conjugate_grad(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
         return xp.zeros_like(alpha), xp.zeros_like(beta)
 
     def project(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
-        return xp.full_like(alpha, 0.5), xp.full_like(beta, 0.5)
+        return xp.full_like(alpha, 1.0), xp.full_like(beta, 1.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,8 +118,8 @@ class AveragedPerceptron(calopt.Algorithm):
 
 @calopt.hookimpl
 def register_measures(register):
-    """Register balanced accuracy (also known as ``bacc``)."""
-    register(BalancedAccuracy, aliases=("bacc",))
+    """Register Youden's J (also known as ``informedness``)."""
+    register(Youden, aliases=("informedness",))
 
 
 @calopt.hookimpl
