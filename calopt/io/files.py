@@ -739,6 +739,8 @@ def _pandas_rows(raw: bytes, body: int, delimiter: str | None, n_columns: int,
         if pd.api.types.infer_dtype(column, skipna=False) != "string":  # a missing field, say
             raise _Rescan
         labels = np.strings.strip(column.astype(str))
+        if labels.size and int(np.max(np.strings.str_len(column.astype(str)))) > csv.field_size_limit():
+            raise _Rescan  # the scan (the csv module) refuses a field that long, naming its line
     return frame.to_numpy(dtype=np.float64), labels
 
 
