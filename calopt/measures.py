@@ -86,18 +86,18 @@ def confusion_matrix(y_true: Array, y_pred: Array, n_classes: int, *, xp: Any, d
 
 
 def _class_counts(matrix: Array, *, xp: Any) -> tuple[Array, Array, Array, Array]:
-    """Per class, one against the rest: (TP, FP, TN, FN) as (K,) arrays, and the classes present."""
-    K = matrix.shape[0]
+    """Per class, one against the rest: (TP, FP, TN, FN) as (..., K) arrays of (..., K, K) matrices."""
+    K = matrix.shape[-1]
     eye = xp.eye(K, dtype=matrix.dtype, device=getattr(matrix, "device", None))
-    tp = xp.sum(matrix * eye, axis=1)
-    true, predicted = xp.sum(matrix, axis=1), xp.sum(matrix, axis=0)
+    tp = xp.sum(matrix * eye, axis=-1)
+    true, predicted = xp.sum(matrix, axis=-1), xp.sum(matrix, axis=-2)
     fn, fp = true - tp, predicted - tp
-    return tp, fp, xp.sum(matrix) - tp - fp - fn, fn
+    return tp, fp, xp.sum(true, axis=-1, keepdims=True) - tp - fp - fn, fn
 
 
 def present_classes(matrix: Array, *, xp: Any) -> Array:
-    """Whether each class occurs among the labels or the predictions (a (K,) boolean array)."""
-    return (xp.sum(matrix, axis=1) > 0) | (xp.sum(matrix, axis=0) > 0)
+    """Whether each class occurs among the labels or the predictions (a (..., K) boolean array)."""
+    return (xp.sum(matrix, axis=-1) > 0) | (xp.sum(matrix, axis=-2) > 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,11 +130,12 @@ class Measure(Component):
         """The measure from a K × K confusion matrix (:func:`confusion_matrix`).
 
         For K = 2 the classes are (negative, positive) in that order and the value is
-        :meth:`from_counts`'s, exactly; K > 2 calls :meth:`from_classes`.
+        :meth:`from_counts`'s, exactly; K > 2 calls :meth:`from_classes`. A stack of matrices
+        (..., K, K) gives a value for each.
         """
-        K = matrix.shape[0]
+        K = matrix.shape[-1]
         if K == 2:
-            return self.from_counts(matrix[1, 1], matrix[0, 1], matrix[0, 0], matrix[1, 0], xp=xp)
+            return self.from_counts(matrix[..., 1, 1], matrix[..., 0, 1], matrix[..., 0, 0], matrix[..., 1, 0], xp=xp)
         if self.multiclass is None:
             raise ParameterError(f"measure {self.spec!r} is for two classes; the data have {K}")
         return self.from_classes(matrix, xp=xp)
@@ -230,10 +231,11 @@ class PseudoLinearMeasure(Measure):
         of the counts summed over the classes."""
         tp, fp, tn, fn = _class_counts(matrix, xp=xp)
         if getattr(self, "average", "macro") == "micro":
-            return self.from_counts(xp.sum(tp), xp.sum(fp), xp.sum(tn), xp.sum(fn), xp=xp)
+            return self.from_counts(xp.sum(tp, axis=-1), xp.sum(fp, axis=-1), xp.sum(tn, axis=-1),
+                                    xp.sum(fn, axis=-1), xp=xp)
         present = present_classes(matrix, xp=xp)
         values = xp.where(present, self.from_counts(tp, fp, tn, fn, xp=xp), xp.zeros_like(tp))
-        return xp.sum(values) / xp.astype(xp.sum(xp.astype(present, xp.int64)), values.dtype)
+        return safe_divide(xp.sum(values, axis=-1), xp.sum(xp.astype(present, values.dtype), axis=-1), xp=xp)
 
     @abc.abstractmethod
     def coefficients(self, p: float) -> tuple[tuple[float, float, float], tuple[float, float, float]]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from calopt.errors import ParameterError
 from calopt.io import datasets
 from calopt.io.files import STDIN
+from calopt_cli.reading import CsvOptions, embedded
 
 
 @contextmanager
@@ -43,14 +43,15 @@ def dask_client(spec: str | None) -> Iterator[Any]:
         yield client
 
 
-def cluster_input(source: str, csv: Any, backend: str | None, device: Any) -> tuple[Any, Any, dict[str, Any], Any]:
+def cluster_input(source: str, csv: CsvOptions, backend: str | None,
+                  device: Any) -> tuple[Any, Any, dict[str, Any], Any]:
     """What the workers train on: ``(path, None, read_options, None)`` for a file, or the embedded
     dataset's ``(X, labels, {}, dataset)``."""
     if backend not in (None, "numpy") or device is not None:
         raise ParameterError("--dask trains on NumPy on the workers; leave out --backend and --device")
     if source == STDIN:
         raise ParameterError("--dask: the workers read the training file themselves; give a file, not stdin")
-    if not Path(source).exists() and source in datasets.names():
+    if embedded(source):
         dataset = datasets.load(source, "train")
         return dataset.X, dataset.labels, {}, dataset
     options = {"label_column": csv.label_column, "delimiter": csv.delimiter, "header": csv.header}

@@ -1,9 +1,14 @@
-"""``calopt compare``: calopt's solvers against scikit-learn's routes on one split (:mod:`calopt.comparison`)."""
+"""``calopt compare``: calopt's solvers against scikit-learn's routes on one split (:mod:`calopt.comparison`).
+
+The command gathers its options into one frozen :class:`CompareOptions` and hands it to
+:func:`run_compare`: check, split, run every method, draw --plot, show the table or JSON.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -11,19 +16,102 @@ from rich.markup import escape
 from rich.table import Table
 
 from calopt import plotting
-from calopt.constraints import parse_constraints
+from calopt.constraints import RateConstraint, parse_constraints
 from calopt.io import datasets
-from calopt.io.files import train_test_split
+from calopt.io.files import Dataset, train_test_split
 from calopt.io.labels import label_text
 from calopt_cli.options import MAX_SEED, ConstraintOpt, JsonOpt, MeasureOpt, PlotOpt, PositiveOpt, echo_json
 from calopt_cli.outputs import check_outputs, check_stdin_once
-from calopt_cli.training import (WITHIN_ERROR_NOTE, CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt,
-                                 constraint_mark, load_dataset, reading)
+from calopt_cli.reading import CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, embedded, load_dataset, reading
+from calopt_cli.render import WITHIN_ERROR_NOTE, constraint_mark
 
-__all__ = ["compare"]
+__all__ = ["CompareOptions", "compare", "run_compare"]
 
 #: Share of the rows held out for testing when DATA is a file and --test is not given.
 TEST_SIZE = 0.3
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """``calopt compare``'s options as given: the data, what to compare, the figure, JSON or a table."""
+
+    data: str
+    test: str | None
+    measure: str
+    constraint: list[str] | None
+    algorithm: list[str] | None  #: None: the measure's own solver and lbfgs
+    epochs: int | None
+    seed: int
+    positive: str | None
+    csv: CsvOptions
+    plot: Path | None
+    as_json: bool
+
+
+def _split(options: CompareOptions) -> tuple[Dataset, Dataset]:
+    """The training and test rows: --test read like DATA, else an embedded dataset's test
+    split, else :data:`TEST_SIZE` of DATA held out, stratified."""
+    train_set = load_dataset(options.data, options.csv)
+    if options.test is not None:
+        test_set = load_dataset(options.test, options.csv, split="test", like=reading(train_set),
+                                of=f"the training data ({train_set.source})")
+    elif embedded(options.data):
+        test_set = datasets.load(options.data, "test")
+    else:
+        train_set, test_set = train_test_split(train_set, TEST_SIZE, seed=options.seed)
+    return train_set, test_set
+
+
+def run_compare(options: CompareOptions) -> None:
+    """``calopt compare``: check (the constraint specs, stdin, --plot) before anything is read,
+    split, run the methods (a warning line each), draw --plot, show the result."""
+    constraints = parse_constraints(options.constraint)  # a bad spec fails before anything is read
+    check_stdin_once({"DATA": options.data, "--test": options.test})
+    plot = options.plot
+    if plot is not None:
+        plotting.check_plot_path(plot)  # before any work: the format, then the path
+        check_outputs({"--plot": plot}, [options.data, options.test])
+    train_set, test_set = _split(options)
+    from calopt.comparison import compare as run_comparison  # scikit-learn: imported when compare runs
+
+    result = run_comparison(train_set.X, train_set.labels, test_set.X, test_set.labels, measure=options.measure,
+                            algorithms=options.algorithm or None, epochs=options.epochs, seed=options.seed,
+                            positive=options.positive, constraints=constraints or None)
+    for run in result.runs:
+        for warning in run.warnings:
+            typer.echo(f"calopt: warning: {run.method}: {warning}", err=True)
+    if plot is not None:
+        plotting.save_figure(plotting.comparison_figure(result, data=train_set.source, test=test_set.source), plot)
+    if options.as_json:
+        echo_json({"data": train_set.source, "test": test_set.source, **result.as_dict(),
+                   "plot": str(plot) if plot is not None else None})
+        return
+    _print_comparison(result, constraints, train_set, test_set, plot)
+
+
+def _print_comparison(result: Any, constraints: tuple[RateConstraint, ...], train_set: Dataset, test_set: Dataset,
+                      plot: Path | None) -> None:
+    """``calopt compare``'s table: each method's test value, TPR, TNR, constraints, seconds and
+    passes; the split and the positive label in the caption."""
+    table = Table(title=escape(f"{result.measure} on {test_set.source}"))  # a name may hold [brackets]
+    table.add_column("method")
+    for header in (f"test {result.measure}", "TPR", "TNR", *(c.spec for c in constraints), "fit s", "passes"):
+        table.add_column(escape(header), justify="right")
+    for run in result.runs:
+        held = [f"{entry['test']:.4f} {constraint_mark(entry['satisfied'], entry['within_error'])}"
+                for entry in run.constraints]
+        table.add_row(escape(run.method), f"{run.value:.4f}", f"{run.tpr:.4f}", f"{run.tnr:.4f}", *held,
+                      f"{run.seconds:.2f}", f"{run.passes:g}")
+    table.caption = escape(f"trained on {train_set.source} ({result.n_train:,} rows), tested on {result.n_test:,} "
+                           f"rows; positive label {label_text(result.positive)} ({result.test_positive_rate:.1%} "
+                           f"of the test rows)" + (f"\n{WITHIN_ERROR_NOTE}" if any(
+                               not e["satisfied"] and e["within_error"] for run in result.runs
+                               for e in run.constraints) else ""))
+    console = Console()
+    console.print(table)
+    if plot is not None:
+        console.print(f"figure written to {plot}", markup=False, highlight=False)
+
 
 def compare(
     data: Annotated[str, typer.Argument(help="Training data: a file (LIBSVM/svmlight, CSV or .npz) or an "
@@ -68,50 +156,6 @@ def compare(
 
     Example: [bold]calopt compare a9a -m gmean --plot gmean.png[/bold]
     """
-    constraints = parse_constraints(constraint)  # a bad spec fails before anything is read
-    check_stdin_once({"DATA": data, "--test": test})
-    if plot is not None:
-        plotting.check_plot_path(plot)  # before any work: the format, then the path
-        check_outputs({"--plot": plot}, [data, test])
-    csv = CsvOptions(label_column, delimiter, header)
-    train_set = load_dataset(data, csv)
-    embedded = not Path(data).exists() and data in datasets.names()
-    if test is not None:
-        test_set = load_dataset(test, csv, split="test", like=reading(train_set),
-                                of=f"the training data ({train_set.source})")
-    elif embedded:
-        test_set = datasets.load(data, "test")
-    else:
-        train_set, test_set = train_test_split(train_set, TEST_SIZE, seed=seed)
-    from calopt.comparison import compare as run_comparison  # scikit-learn: imported when compare runs
-
-    result = run_comparison(train_set.X, train_set.labels, test_set.X, test_set.labels, measure=measure,
-                            algorithms=algorithm or None, epochs=epochs, seed=seed, positive=positive,
-                            constraints=constraints or None)
-    for run in result.runs:
-        for warning in run.warnings:
-            typer.echo(f"calopt: warning: {run.method}: {warning}", err=True)
-    if plot is not None:
-        plotting.save_figure(plotting.comparison_figure(result, data=train_set.source, test=test_set.source), plot)
-    if as_json:
-        echo_json({"data": train_set.source, "test": test_set.source, **result.as_dict(),
-                   "plot": str(plot) if plot is not None else None})
-        return
-    table = Table(title=escape(f"{result.measure} on {test_set.source}"))  # a name may hold [brackets]
-    table.add_column("method")
-    for header in (f"test {result.measure}", "TPR", "TNR", *(c.spec for c in constraints), "fit s", "passes"):
-        table.add_column(escape(header), justify="right")
-    for run in result.runs:
-        held = [f"{entry['test']:.4f} {constraint_mark(entry['satisfied'], entry['within_error'])}"
-                for entry in run.constraints]
-        table.add_row(escape(run.method), f"{run.value:.4f}", f"{run.tpr:.4f}", f"{run.tnr:.4f}", *held,
-                      f"{run.seconds:.2f}", f"{run.passes:g}")
-    table.caption = escape(f"trained on {train_set.source} ({result.n_train:,} rows), tested on {result.n_test:,} "
-                           f"rows; positive label {label_text(result.positive)} ({result.test_positive_rate:.1%} "
-                           f"of the test rows)" + (f"\n{WITHIN_ERROR_NOTE}" if any(
-                               not e["satisfied"] and e["within_error"] for run in result.runs
-                               for e in run.constraints) else ""))
-    console = Console()
-    console.print(table)
-    if plot is not None:
-        console.print(f"figure written to {plot}", markup=False, highlight=False)
+    run_compare(CompareOptions(data=data, test=test, measure=measure, constraint=constraint, algorithm=algorithm,
+                               epochs=epochs, seed=seed, positive=positive,
+                               csv=CsvOptions(label_column, delimiter, header), plot=plot, as_json=as_json))

@@ -14,6 +14,7 @@ import typer
 
 from calopt.backends import BACKENDS
 from calopt.errors import UnknownNameError
+from calopt_cli.report import run_report
 
 __all__ = [
     "AlgorithmOpt",
@@ -252,11 +253,11 @@ def echo_json(data: Any) -> None:
 
 def run_fields(model: Any) -> dict[str, Any]:
     """What a trained model's ``--json`` report starts with (binary and multiclass alike)."""
+    report = run_report(model)
     return {key: getattr(model, key) for key in ("measure", "algorithm", "loss")} | {
-        "backend": model.fit_report.backend, "dtype": model.fit_report.dtype,
-        "fit_seconds": model.fit_seconds, "epochs": model.fit_report.epochs,
-        "batch_size": model.fit_report.batch_size} | (
-        {"selection": model.fit_report.selection} if model.fit_report.selection else {})
+        "backend": report.backend, "dtype": report.dtype, "fit_seconds": model.fit_seconds,
+        "epochs": report.epochs, "batch_size": report.batch_size} | (
+        {"selection": report.selection} if report.selection else {})
 
 
 def epochs_text(epochs: int, unit: str = "epoch") -> str:

@@ -1,7 +1,7 @@
 """``calopt convert`` and the streaming route of ``calopt train`` (``--stream``, or a large file).
 
-Thin over :mod:`calopt.io.stream` and :mod:`calopt.training.stream`: open the source with
-the CSV options, show each pass's rows and rows per second, render the result.
+Thin over :mod:`calopt.io.stream` and :func:`calopt.fit` on a stream (:mod:`calopt.training.stream`):
+open the source with the CSV options, show each pass's rows and rows per second, render the result.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Annotated, Any
 
 import typer
 from calopt_cli.options import JsonOpt, echo_json, epochs_text, run_fields
+from calopt_cli.reading import CsvOptions, load_dataset
+from calopt_cli.report import run_report
 from rich.console import Console
 from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
@@ -50,7 +52,7 @@ def streams(source: str, stream: bool | None) -> bool:
         return False
 
 
-def read_whole_source(source: str, csv: Any) -> Dataset | None:
+def read_whole_source(source: str, csv: CsvOptions) -> Dataset | None:
     """``calopt train --no-stream`` on a directory of arrays or a Parquet file: its rows in
     memory (:func:`calopt.io.stream.read_whole`); None for anything else (a data file
     :func:`calopt.io.files.read_data` reads)."""
@@ -85,17 +87,15 @@ def pass_progress(enabled: bool) -> Iterator[Callable[[int, str], None]]:
         yield on_rows
 
 
-def _open(source: str, csv: Any, zero_based: bool | str = "auto") -> Any:
+def _open(source: str, csv: CsvOptions, zero_based: bool | str = "auto") -> Any:
     return open_stream(source, label_column=csv.label_column, delimiter=csv.delimiter, header=csv.header,
                        zero_based=zero_based)
 
 
-def train_stream(source: str, csv: Any, *, test: str | None, options: dict[str, Any], refused: dict[str, Any],
+def train_stream(source: str, csv: CsvOptions, *, test: str | None, options: dict[str, Any], refused: dict[str, Any],
                  model_output: Any, as_json: bool, no_progress: bool) -> None:
     """``calopt train --stream``: the options a stream does not take are refused first (one
     line each, before anything is read); ``--test`` is read in memory, like the training file."""
-    from calopt_cli.training import load_dataset
-
     for option, value in refused.items():
         if value:
             raise ParameterError(f"{option}: not supported with --stream (a stream trains with --select none, "
@@ -110,9 +110,10 @@ def train_stream(source: str, csv: Any, *, test: str | None, options: dict[str, 
             model = calopt.fit(stream, progress=on_rows, **options)
         except DataError as exc:
             raise exc.renamed({"training labels": f"{stream.source} labels"}) from None
+    report = run_report(model)
     test_summary = None
     if test is not None:
-        test_set = load_dataset(test, csv, split="test", like=model.fit_report.data.to_json(),
+        test_set = load_dataset(test, csv, split="test", like=report.data,
                                 of=f"the training data ({stream.source})")
         test_summary = model.summary(test_set.X, test_set.labels)
     if model_output is not None:
@@ -121,16 +122,16 @@ def train_stream(source: str, csv: Any, *, test: str | None, options: dict[str, 
     if as_json:
         echo_json({"task": "binary", "classes": [label_text(c) for c in model.classes],
                    "positive": label_text(model.positive), **run_fields(model),
-                   "stream": model.fit_report.stream.to_json(), "train": {"value": train_value}, "test": test_summary,
+                   "stream": report.stream, "train": {"value": train_value}, "test": test_summary,
                    "history": model.history, "status": model.message,
                    "model": str(model_output.path) if model_output is not None else None})
         if model.status < 0:
             raise typer.Exit(3)
         return
     console = Console()
-    stream_info = model.fit_report.stream
-    console.print(f"{model.describe()}: streamed {stream_info.rows:,} rows in {stream_info.parts} parts, "
-                  f"{stream_info.passes} passes, {epochs_text(model.fit_report.epochs)}, "
+    stream_info = report.stream
+    console.print(f"{model.describe()}: streamed {stream_info['rows']:,} rows in {stream_info['parts']} parts, "
+                  f"{stream_info['passes']} passes, {epochs_text(report.epochs)}, "
                   f"positive class {label_text(model.positive)}, fit in {model.fit_seconds:.2f} s",
                   markup=False, highlight=False)
     if train_value is not None:
@@ -170,8 +171,6 @@ def convert(
 
     Example: [bold]calopt convert big.svm.gz big.calopt && calopt train big.calopt --stream[/bold]
     """
-    from calopt_cli.training import CsvOptions
-
     if os.path.lexists(out):
         raise ParameterError(f"{out}: exists; convert writes a new directory (remove it or name another)")
     if not out.parent.is_dir():

@@ -4,14 +4,15 @@ The library decides everything about the training (binary or one-vs-rest, the de
 validation); these commands load files, call it, and render what it returns: a model's
 ``summary`` (train), ``report`` (evaluate) and predictions, with the same code for every
 kind of model.
+
+``calopt train`` only gathers its options into three frozen records, :class:`TrainData`
+(what to read), :class:`TrainSettings` (how to train) and :class:`TrainOutputs` (what to
+write and show), and hands them to :func:`run_train`: check the options and outputs, route
+(a stream: :mod:`calopt_cli.stream`; a Dask cluster; in memory), load, fit, finish, render.
 """
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -24,14 +25,15 @@ from rich.table import Table
 
 import calopt
 from calopt import plotting
-from calopt.constraints import held_out_unmet_message, parse_constraints, unmet_message
-from calopt.errors import DataError, ParameterError, TrainingInterrupted
+from calopt.constraints import RateConstraint, held_out_unmet_message, parse_constraints, unmet_message
+from calopt.errors import DataError, ParameterError
 from calopt.io import datasets
-from calopt.io.files import STDIN, Dataset, align_features, read_data
+from calopt.io.files import Dataset
 from calopt.io.labels import label_text
 from calopt.models.linear import load_model
-from calopt.models.report import DataReading
 from calopt.training.selection import MAX_EPOCHS, PATIENCE
+from calopt_cli.checkpoints import checked_outputs, interruptible, remove_finished_checkpoint
+from calopt_cli.cluster import cluster_input, dask_client
 from calopt_cli.options import (
     AlgorithmOpt,
     BackendOpt,
@@ -55,13 +57,16 @@ from calopt_cli.options import (
     run_fields,
     selection_text,
 )
-from calopt_cli.cluster import cluster_input, dask_client
 from calopt_cli.outputs import Output, check_outputs, check_stdin_once, write_text
 from calopt_cli.progress import epoch_progress
+from calopt_cli.reading import (CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, embedded, load_dataset,
+                                model_reading, reading)
+from calopt_cli.render import (HEADERS, constraints_table, per_class_table, positive_text,
+                               summary_table)
+from calopt_cli.report import RunReport, record_reading, run_report
 from calopt_cli.stream import StreamOpt, read_whole_source, streams, train_stream
 
-__all__ = ["CsvOptions", "DataArg", "DelimiterOpt", "HeaderOpt", "LabelColumnOpt", "evaluate", "load_dataset",
-           "model_reading", "positive_text", "predict", "reading", "train"]
+__all__ = ["DataArg", "TrainData", "TrainOutputs", "TrainSettings", "evaluate", "predict", "run_train", "train"]
 
 DataArg = Annotated[
     Optional[str],
@@ -71,251 +76,297 @@ DataArg = Annotated[
         show_default=False,
     ),
 ]
-LabelColumnOpt = Annotated[
+TestOpt = Annotated[
     Optional[str],
-    typer.Option("--label-column", metavar="COLUMN", show_default=False,
-                 help="CSV only: the label column, by index (-1: last) or header name. Default: the last column; "
-                 "a file read for a model trained on a CSV with a header: the model's label column, by name."),
+    typer.Option("--test", metavar="FILE",
+                 help="Test data, scored after training; read like the training data (a LIBSVM file with "
+                 "its index base; only a narrower LIBSVM file is padded to its width)."),
 ]
-DelimiterOpt = Annotated[
-    Optional[str],
-    typer.Option("--delimiter", metavar="CHAR", show_default=False,
-                 help="CSV only: the field delimiter: a character (',' ';'), 'tab' or 'whitespace'. "
-                 "Default: sniffed from the first lines (';' before tab before ',')."),
+BatchSizeOpt = Annotated[
+    Optional[int],
+    typer.Option("--batch-size", min=1, metavar="N", help="Mini-batch size (default: n/100, from 32 to 1024)."),
 ]
-HeaderOpt = Annotated[
-    Optional[bool],
-    typer.Option("--header/--no-header", show_default=False,
-                 help="CSV only: whether the first line names the columns. Default: it does when none of "
-                 "its features is a number, when it is the column numbers 0,1,2,... or 1,2,3,..., or "
-                 "when its label is not a number and every other label is."),
+NoProgressOpt = Annotated[bool, typer.Option("--no-progress", help="No progress bar.")]
+CheckpointOpt = Annotated[
+    Optional[Path],
+    typer.Option("--checkpoint", metavar="FILE", help="Where to write checkpoints (default: the --resume file, "
+                 "else OUT.ckpt.npz beside --model-out OUT.npz, else ./calopt-checkpoint.npz).",
+                 show_default=False),
 ]
-#: Column headers of the summary values a model reports.
-_HEADERS = {"value": "value", "tpr": "TPR", "tnr": "TNR", "top1": "top-1", "top5": "top-5"}
+CheckpointEveryOpt = Annotated[
+    Optional[int],
+    typer.Option("--checkpoint-every", min=1, metavar="N", help="Also write a checkpoint every N epochs.",
+                 show_default=False),
+]
+ResumeOpt = Annotated[
+    Optional[Path],
+    typer.Option("--resume", metavar="FILE", help="Continue the interrupted run saved in this checkpoint "
+                 "(give the same data and options).", show_default=False),
+]
 
 
 @dataclass(frozen=True)
-class CsvOptions:
-    """How to read a CSV file: ``--label-column``, ``--delimiter``, ``--header/--no-header``."""
+class TrainData:
+    """What ``calopt train`` reads: DATA (None: the embedded a9a, tested on its test split),
+    ``--test`` and how to read a CSV."""
 
-    label_column: str | None = None  #: None: the last column, or the model's label column by name
-    delimiter: str | None = None
-    header: bool | None = None
+    data: str | None
+    test: str | None
+    csv: CsvOptions
 
-
-def reading(dataset: Dataset) -> dict[str, Any]:
-    """How a training file was read, kept in the model as ``report.data`` so that every
-    later file (``--test``, evaluate, predict, aggregate) is read the same way: with the
-    training CSV's header, its features' and label column's names (later CSV files are
-    matched by name); ``feature_names`` None: by position."""
-    read = {"format": dataset.format, "zero_based": dataset.zero_based, "n_features": dataset.n_features}
-    if dataset.format == "csv":  # None: no header, the columns are known by position
-        names = list(dataset.feature_names) if dataset.feature_names is not None else None
-        last = dataset.label_index in (None, dataset.n_features)  # the default, recorded as None
-        read |= {"feature_names": names, "label_column": dataset.label_name if names is not None else None,
-                 "label_index": None if last else dataset.label_index}
-    return read
+    @property
+    def source(self) -> str:
+        """The training data's name: DATA, else ``a9a``."""
+        return self.data or "a9a"
 
 
-def model_reading(model: Any) -> dict[str, Any]:
-    """How the model's training data were read (older model files: only its width is known)."""
-    data = model.fit_report.data
-    return {**(data.to_json() if data is not None else {}), "n_features": model.n_features}
+@dataclass(frozen=True)
+class TrainSettings:
+    """How ``calopt train`` trains: the options as given (``""``: the library's default)."""
+
+    measure: str
+    constraint: list[str] | None
+    algorithm: str
+    loss: str
+    backend: str
+    dtype: str | None
+    device: str | None
+    epochs: int | None
+    select: str
+    patience: int
+    max_epochs: int
+    batch_size: int | None
+    seed: int | None
+    positive: str | None
+    dask: str | None  #: None: in this process; 'local' or a scheduler's address
+    stream: bool | None  #: None: streamed when the source calls for it (:func:`calopt_cli.stream.streams`)
 
 
-def load_dataset(source: str, csv: CsvOptions, *, split: str = "train", like: dict[str, Any] | None = None,
-                 of: str = "the model", labelled: bool = True) -> Dataset:
-    """A data file (``-``: stdin), or an embedded dataset when ``source`` names one and is not a file.
+@dataclass(frozen=True)
+class TrainOutputs:
+    """What ``calopt train`` writes and how it shows the run: the model, the checkpoints, the
+    figure; JSON or tables; the progress bar."""
 
-    ``like`` is how the training data were read (:func:`reading`): the one index-base rule
-    (a LIBSVM file is read with the training file's base, never guessed again, so a test
-    file that happens not to use index 0 is not shifted by a column) and the one width
-    rule (:func:`calopt.io.files.align_features`: only a narrower LIBSVM file is padded;
-    ``of`` names whose width it is). When the training CSV named its columns, a CSV is
-    matched by name (:func:`calopt.io.files.read_data`'s ``columns``); without names, its
-    label column is the training CSV's unless ``--label-column`` says otherwise.
-    ``labelled=False`` (predict) accepts a CSV of features alone.
-    """
-    like = like or {}
-    if source != STDIN and not Path(source).exists() and source in datasets.names():
-        dataset = datasets.load(source, split)
-        return dataset if like.get("n_features") is None else align_features(dataset, like["n_features"], of=of)
-    zero_based = like.get("zero_based")
-    named = like.get("feature_names") is not None
-    recorded = like.get("label_index")  # the training CSV's label column (files of before: the last)
-    label_column = csv.label_column if csv.label_column is not None else str(-1 if recorded is None else recorded)
-    return read_data(source, label_column=label_column,
-                     delimiter=csv.delimiter, header=csv.header,
-                     zero_based="auto" if zero_based is None else zero_based,
-                     n_features=like.get("n_features"), n_features_of=of, labelled=labelled,
-                     columns={key: like.get(key) for key in ("feature_names", "label_column")} if named else None)
+    model_out: Path | None
+    checkpoint: Path | None
+    checkpoint_every: int | None
+    resume: Path | None
+    plot: Path | None
+    as_json: bool
+    no_progress: bool
 
 
-def _default_checkpoint(model_out: Output | None) -> Path:
-    """OUT.ckpt.npz beside --model-out OUT.npz (a file), else ./calopt-checkpoint.npz."""
-    if model_out is not None and not model_out.special:  # not beside /dev/null or a FIFO
-        return model_out.path.with_name(model_out.path.name.removesuffix(".npz") + ".ckpt.npz")
-    return Path("calopt-checkpoint.npz")
+@dataclass(frozen=True)
+class _Checked:
+    """A train run's options once checked, before anything is read: the parsed constraints and the
+    outputs it may write (``no_checkpoint``: why no checkpoint is written, when none is)."""
+
+    constraints: tuple[RateConstraint, ...]
+    model: Output | None
+    checkpoint: Output | None
+    no_checkpoint: str
 
 
-def _train_outputs(model_out: Path | None, checkpoint: Path | None, resume: Path | None,
-                   checkpoint_every: int | None, inputs: list[Any],
-                   plot: Path | None = None) -> tuple[Output | None, Output | None, str]:
-    """The checked --model-out and checkpoint outputs, before any data are read; --plot is
-    checked with them (against the inputs and each other), and written by the same rule.
+@dataclass(frozen=True)
+class _Rows:
+    """What a train run trains and tests on: ``name`` names the training data in messages;
+    ``train_set`` is None when the Dask workers read the file themselves, and ``cluster`` is
+    then what they read, ``(X, labels, read_options)`` (:func:`calopt_cli.cluster.cluster_input`)."""
 
-    The checkpoint is --checkpoint, else the --resume file (which it may overwrite),
-    else the default beside the model. The default is not one the user named: when it
-    already exists, or cannot be written, checkpoints are not written at all (the
-    returned reason says why), unless --checkpoint-every asks for them, which makes it
-    an error.
-    """
-    named = checkpoint or resume
-    option = "--checkpoint" if checkpoint is not None or resume is None else "--resume"
-    checked = check_outputs({"--model-out": model_out, option: named, "--plot": plot}, inputs,
-                            may_equal={option: resume})
-    if named is not None:
-        return checked.get("--model-out"), checked[option], ""
-    default = _default_checkpoint(checked.get("--model-out"))
+    name: str
+    train_set: Dataset | None
+    test_set: Dataset | None
+    cluster: tuple[Any, Any, dict[str, Any]] | None
+
+
+def _check(read: TrainData, settings: TrainSettings, outputs: TrainOutputs) -> _Checked:
+    """Everything refused before any data are read or anything written: the constraint specs,
+    --constraint with --dask, the --resume file, stdin named twice, the --plot format and
+    every output path (:func:`calopt_cli.checkpoints.checked_outputs`)."""
+    constraints = parse_constraints(settings.constraint)  # bad specs fail before anything is read or written
+    if constraints and settings.dask is not None:
+        raise ParameterError("--constraint with --dask: a cluster run does not train under rate constraints")
+    resume = outputs.resume
+    if resume is not None and not resume.is_file():
+        raise ParameterError(f"--resume {resume}: " + ("is a directory, not a checkpoint file" if resume.is_dir()
+                                                       else "no such checkpoint file" if not resume.exists()
+                                                       else "not a regular file (a checkpoint is an .npz file)"))
+    check_stdin_once({"DATA": read.data, "--test": read.test})
+    if outputs.plot is not None:
+        plotting.check_plot_path(outputs.plot)  # before training
+    model, checkpoint, no_checkpoint = checked_outputs(outputs.model_out, outputs.checkpoint, resume,
+                                                       outputs.checkpoint_every, [read.source, read.test, resume],
+                                                       outputs.plot)
+    return _Checked(constraints, model, checkpoint, no_checkpoint)
+
+
+def _streamed(read: TrainData, settings: TrainSettings) -> bool:
+    """Whether the run streams: as --stream/--no-stream says, else as DATA calls for (the
+    embedded a9a only when --stream asks)."""
+    return streams(read.source, settings.stream) if read.data is not None else bool(settings.stream)
+
+
+def _train_streamed(read: TrainData, settings: TrainSettings, outputs: TrainOutputs, checked: _Checked) -> None:
+    """The out-of-core route (:func:`calopt_cli.stream.train_stream`), which refuses the options
+    a stream does not take."""
+    train_stream(read.source, read.csv, test=read.test, model_output=checked.model, as_json=outputs.as_json,
+                 no_progress=outputs.no_progress,
+                 options=dict(measure=settings.measure, algorithm=settings.algorithm or None,
+                              loss=settings.loss or None, epochs=settings.epochs, batch_size=settings.batch_size,
+                              seed=settings.seed or 0, positive=settings.positive, select=settings.select),
+                 refused={"--backend": settings.backend != "numpy", "--dtype": settings.dtype,
+                          "--device": settings.device, "--checkpoint": outputs.checkpoint,
+                          "--checkpoint-every": outputs.checkpoint_every, "--resume": outputs.resume,
+                          "--plot": outputs.plot, "--dask": settings.dask, "--constraint": checked.constraints})
+
+
+def _load(read: TrainData, settings: TrainSettings) -> _Rows:
+    """The training rows (with --dask, what the workers read) and the test rows read before
+    training: --test (with --dask, read after training instead), else an embedded dataset's
+    test split."""
+    source, csv = read.source, read.csv
+    cluster = None
+    if settings.dask is not None:  # the workers read the training file; the test file is read after training
+        *cluster, train_set = cluster_input(source, csv, settings.backend, settings.device)
+    else:  # --no-stream reads a directory of arrays or a Parquet file whole
+        train_set = read_whole_source(source, csv) or load_dataset(source, csv)
+    test_set = None
+    if read.test is not None and settings.dask is None:
+        test_set = load_dataset(read.test, csv, split="test", like=reading(train_set),
+                                of=f"the training data ({train_set.source})")
+    elif read.test is None and (read.data is None or embedded(source)):
+        test_set = datasets.load(source, "test")
+    name = source if train_set is None else train_set.source
+    return _Rows(name, train_set, test_set, tuple(cluster) if cluster is not None else None)
+
+
+def _fit(rows: _Rows, settings: TrainSettings, outputs: TrainOutputs, checked: _Checked) -> Any:
+    """The model, trained in this process (:func:`calopt.fit`) or on the Dask cluster, with the
+    progress bar, checkpoints and Ctrl-C handling (:func:`calopt_cli.checkpoints.interruptible`);
+    a data error names the file its labels came from."""
+    sources = {"training labels": f"{rows.name} labels"}
+    if rows.test_set is not None:
+        sources["evaluation labels"] = f"{rows.test_set.source} labels"
+    common = dict(measure=settings.measure, algorithm=settings.algorithm or None, loss=settings.loss or None,
+                  dtype=settings.dtype, epochs=settings.epochs, select=settings.select,
+                  batch_size=settings.batch_size, seed=0 if settings.seed is None else settings.seed,
+                  positive=settings.positive, checkpoint_every=outputs.checkpoint_every, resume=outputs.resume,
+                  checkpoint=checked.checkpoint.path if checked.checkpoint is not None else None)
     try:
-        output = check_outputs({"--model-out": model_out, "--plot": plot, "--checkpoint": default},
-                               inputs)["--checkpoint"]
-        if output.existed:
-            raise ParameterError(f"--checkpoint {default}: the default checkpoint exists (from an earlier run?); "
-                                 f"continue it with --resume {default}, or name another with --checkpoint")
-    except ParameterError as exc:
-        if checkpoint_every is not None:
-            raise
-        return checked.get("--model-out"), None, str(exc)
-    return checked.get("--model-out"), output, ""
+        with interruptible(checked.checkpoint, checked.no_checkpoint) as stop, dask_client(settings.dask) as client, \
+                epoch_progress(None, enabled=not (outputs.as_json or outputs.no_progress)) as on_epoch:
+            if client is not None:
+                X, y, read_options = rows.cluster
+                return calopt.fit(X, y, cluster=client, read_options=read_options, callback=on_epoch,
+                                  interrupt=stop.is_set, **common)
+            test_set = rows.test_set
+            return calopt.fit(rows.train_set.X, rows.train_set.labels, backend=settings.backend,
+                              device=settings.device, patience=settings.patience, max_epochs=settings.max_epochs,
+                              callback=on_epoch, interrupt=stop.is_set, constraints=checked.constraints or None,
+                              eval_set=(test_set.X, test_set.labels) if test_set is not None else None, **common)
+    except DataError as exc:
+        raise exc.renamed(sources) from None
 
 
-@contextmanager
-def _stop_requests() -> Iterator[threading.Event]:
-    """An event set by SIGINT (Ctrl-C) or SIGTERM while the block runs; handlers restored after.
-
-    The training loop stops after the current batch when it is set; a second signal
-    stops at once (KeyboardInterrupt).
-    """
-    requested = threading.Event()
-
-    def handler(signum: int, frame: Any) -> None:
-        if requested.is_set():
-            raise KeyboardInterrupt
-        requested.set()
-
-    previous = {}
-    if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, handler)
-    try:
-        yield requested
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old if old is not None else signal.SIG_DFL)
+def _warn(model: Any, report: RunReport) -> None:
+    """One ``calopt: warning:`` line each: a diverged run (exit code 3 after the results), rate
+    constraints no threshold met on the held-out rows, and each constraint the model misses."""
+    if model.status < 0:  # reported, and the exit code says so after the results
+        typer.echo(f"calopt: warning: {model.message}; exit code 3", err=True)
+    constrained = report.constraints
+    selection = report.selection or {}
+    if constrained and selection.get("value", 0.0) < 0:  # no threshold feasible on the held-out rows
+        typer.echo(f"calopt: warning: {held_out_unmet_message(constrained, selection['rule'])}", err=True)
+    for entry in constrained:
+        if not entry["satisfied"]:
+            typer.echo(f"calopt: warning: {unmet_message(entry)}", err=True)
 
 
-@contextmanager
-def _interruptible(checkpoint: Output | None, no_checkpoint: str) -> Iterator[threading.Event]:
-    """:func:`_stop_requests` around a training run; an interrupt becomes one line and exit 130.
-
-    Interrupted after a batch (TrainingInterrupted), the line names the checkpoint to
-    resume from. A stop requested after the last batch, while the run was being
-    finished (the threshold tuned), is an interrupt too: calopt.fit has returned a
-    model, but the user asked to stop, so no model is written.
-    """
-    try:
-        with _stop_requests() as stop:
-            yield stop
-            late = stop.is_set()
-    except TrainingInterrupted as exc:
-        if exc.path is None:
-            typer.echo(f"calopt: interrupted in {exc.checkpoint.describe()}; no checkpoint written ({no_checkpoint})",
-                       err=True)
-        else:
-            typer.echo(f"calopt: interrupted in {exc.checkpoint.describe()}: checkpoint written to "
-                       f"{exc.path}; to continue, run the same command with --resume {exc.path}", err=True)
-        raise typer.Exit(130) from None
-    if late:
-        path = checkpoint.path if checkpoint is not None else None
-        resume = (f"; to continue from {path}, run the same command with --resume {path}"
-                  if path is not None and not checkpoint.special and path.is_file() else "")
-        typer.echo(f"calopt: interrupted after the last batch; no model written{resume}", err=True)
-        raise typer.Exit(130)
-
-
-def _remove_finished_checkpoint(checkpoint: Output | None) -> None:
-    """The run is complete: a checkpoint file this run created is deleted; one that was there
-    before (the --resume file, a path the user named) is left alone."""
-    if checkpoint is not None and not checkpoint.existed and not checkpoint.special:
-        checkpoint.path.unlink(missing_ok=True)
+def run_train(read: TrainData, settings: TrainSettings, outputs: TrainOutputs) -> None:
+    """``calopt train``: check, route, load, fit; then write the model (the checkpoint a
+    finished run created is deleted), warn, draw --plot and show the results."""
+    checked = _check(read, settings, outputs)
+    if _streamed(read, settings):  # out of core: calopt_cli.stream
+        return _train_streamed(read, settings, outputs, checked)
+    rows = _load(read, settings)
+    model = _fit(rows, settings, outputs, checked)
+    if rows.train_set is not None:
+        record_reading(model, reading(rows.train_set))
+    report = run_report(model)
+    test_set = rows.test_set
+    if read.test is not None and settings.dask is not None:
+        test_set = load_dataset(read.test, read.csv, split="test", like=report.data,
+                                of=f"the training data ({read.source})")
+    if checked.model is not None:
+        model.save(checked.model.path)
+    remove_finished_checkpoint(checked.checkpoint)
+    _warn(model, report)
+    summaries = [(rows.name, report.cluster["train"] if settings.dask is not None  # measured by the workers
+                  else model.summary(rows.train_set.X, rows.train_set.labels))]
+    if test_set is not None:
+        summaries.append((test_set.source, model.summary(test_set.X, test_set.labels)))
+    if outputs.plot is not None:  # the run's history, drawn as calopt compare draws its methods
+        plotting.save_figure(plotting.history_figure(
+            model, [(s.source, s.X, s.labels) for s in (rows.train_set, test_set) if s is not None]), outputs.plot)
+    if outputs.as_json:
+        _echo_train(model, report, summaries, outputs, constrained=bool(checked.constraints))
+    else:
+        _print_train(model, report, summaries, outputs)
+    if model.status < 0:
+        raise typer.Exit(3)
 
 
-def positive_text(model: Any) -> str | None:
-    """A binary model's positive class as the user wrote it (``fraud``, ``1``); None for one-vs-rest."""
-    return None if model.positive is None else label_text(model.positive)
+def _echo_train(model: Any, report: RunReport, summaries: list[tuple[str, dict[str, Any]]],
+                outputs: TrainOutputs, *, constrained: bool) -> None:
+    """``calopt train --json``: the run, the training and test summaries, the history."""
+    echo_json({
+        "task": "multiclass" if "per_class" in summaries[0][1] else "binary",
+        "classes": [label_text(c) for c in model.classes],
+        "positive": positive_text(model),
+        **run_fields(model),
+        **({"rank": report.rank} if report.rank else {}),
+        "train": summaries[0][1],
+        "test": summaries[1][1] if len(summaries) > 1 else None,
+        **({"constraints": report.constraints, "threshold_rule": report.threshold_rule} if constrained else {}),
+        "history": model.history,
+        "status": model.message,
+        "model": str(outputs.model_out) if outputs.model_out is not None else None,
+        "plot": str(outputs.plot) if outputs.plot is not None else None,
+    })
 
 
-def _summary_table(title: str, rows: list[tuple[str, dict[str, Any]]], measure: str) -> Table:
-    """One row per data set with the scalar values of a model's summary."""
-    keys = [key for key, value in rows[0][1].items() if isinstance(value, float)]
-    table = Table(title=title)
-    table.add_column("data")
-    for key in keys:
-        table.add_column(_HEADERS.get(key, f"{measure} ({key})"), justify="right")
-    for name, summary in rows:
-        table.add_row(name, *(f"{summary[key]:.4f}" for key in keys))
-    return table
-
-
-#: Under a table of constraint values on rows the model did not train on.
-WITHIN_ERROR_NOTE = "≈: misses the bound by less than two standard errors of the rate on those rows"
-
-
-def constraint_mark(satisfied: bool, within_error: bool = False) -> str:
-    """✓ holds, ≈ misses by less than the rows' sampling error (two standard errors), ✗ misses."""
-    return "✓" if satisfied else "≈" if within_error else "✗"
-
-
-def _constraints_table(entries: list[dict[str, Any]]) -> Table:
-    """One row per constraint: its value on each data set reported, and whether it holds on each
-    (on held-out and test rows, ≈ for a miss within their sampling error)."""
-    splits = [split for split in ("train", "validation", "test") if split in entries[0]]
-    table = Table(title="constraints")
-    table.add_column("constraint")
-    for split in splits:
-        table.add_column("held-out" if split == "validation" else split, justify="right")
-    marks = []
-    for entry in entries:
-        row = [constraint_mark(entry["satisfied"]) if split == "train" else
-               constraint_mark(entry[f"{split}_satisfied"], entry.get(f"{split}_within_error", False))
-               for split in splits]
-        marks.extend(row)
-        table.add_row(entry["constraint"], *(f"{entry[split]:.4f} {mark}" for split, mark in zip(splits, row)))
-    if "≈" in marks:
-        table.caption = WITHIN_ERROR_NOTE
-    return table
-
-
-def _per_class_table(title: str, columns: list[tuple[str, dict[str, float]]]) -> Table:
-    """One row per class: a measure's one-vs-rest value in each column."""
-    table = Table(title=title)
-    table.add_column("class")
-    for name, _ in columns:
-        table.add_column(name, justify="right")
-    for label in columns[0][1]:
-        table.add_row(label, *(f"{values[label]:.4f}" for _, values in columns))
-    return table
+def _print_train(model: Any, report: RunReport, summaries: list[tuple[str, dict[str, Any]]],
+                 outputs: TrainOutputs) -> None:
+    """``calopt train``'s tables: the summaries (the run in the caption), the settings chosen,
+    the constraints, the measure per class; then where the model and figure were written."""
+    console = Console()
+    title = model.describe() + (f" (diverged: {model.message})" if model.status < 0 else "")
+    table = summary_table(title, summaries, model.measure)
+    rank = f", rank {report.rank}" if report.rank else ""
+    cluster = report.cluster
+    passes = epochs_text(report.epochs) if not cluster else \
+        f"{epochs_text(report.epochs, 'round')} on {cluster['workers']} Dask workers ({cluster['mode']})"
+    positive_class = f", positive class {positive_text(model)}" if model.positive is not None else ""
+    table.caption = escape(f"{report.backend}, {passes}{rank}{positive_class}, "
+                           f"fit in {model.fit_seconds:.2f} s")
+    console.print(table)
+    chosen = selection_text(report.selection, model.measure)
+    if chosen:
+        console.print(chosen)
+    if report.constraints:
+        console.print(constraints_table(report.constraints))
+    if "per_class" in summaries[0][1]:
+        console.print(per_class_table(f"{model.measure} per class (one-vs-rest)",
+                                      [(name, summary["per_class"]) for name, summary in summaries]))
+    if outputs.model_out is not None:
+        console.print(f"model written to {outputs.model_out}")
+    if outputs.plot is not None:
+        console.print(f"figure written to {outputs.plot}")
 
 
 def train(
     data: DataArg = None,
-    test: Annotated[
-        Optional[str],
-        typer.Option("--test", metavar="FILE",
-                     help="Test data, scored after training; read like the training data (a LIBSVM file with "
-                     "its index base; only a narrower LIBSVM file is padded to its width)."),
-    ] = None,
+    test: TestOpt = None,
     measure: MeasureOpt = "f1",
     constraint: ConstraintOpt = None,
     algorithm: AlgorithmOpt = "",
@@ -327,10 +378,7 @@ def train(
     select: SelectOpt = "auto",
     patience: PatienceOpt = PATIENCE,
     max_epochs: MaxEpochsOpt = MAX_EPOCHS,
-    batch_size: Annotated[
-        Optional[int],
-        typer.Option("--batch-size", min=1, metavar="N", help="Mini-batch size (default: n/100, from 32 to 1024)."),
-    ] = None,
+    batch_size: BatchSizeOpt = None,
     seed: SeedOpt = 0,
     positive: PositiveOpt = None,
     label_column: LabelColumnOpt = "-1",
@@ -340,23 +388,10 @@ def train(
         Optional[Path], typer.Option("--model-out", "-o", metavar="FILE", help="Write the trained model here (.npz).")
     ] = None,
     as_json: JsonOpt = False,
-    no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
-    checkpoint: Annotated[
-        Optional[Path],
-        typer.Option("--checkpoint", metavar="FILE", help="Where to write checkpoints (default: the --resume file, "
-                     "else OUT.ckpt.npz beside --model-out OUT.npz, else ./calopt-checkpoint.npz).",
-                     show_default=False),
-    ] = None,
-    checkpoint_every: Annotated[
-        Optional[int],
-        typer.Option("--checkpoint-every", min=1, metavar="N", help="Also write a checkpoint every N epochs.",
-                     show_default=False),
-    ] = None,
-    resume: Annotated[
-        Optional[Path],
-        typer.Option("--resume", metavar="FILE", help="Continue the interrupted run saved in this checkpoint "
-                     "(give the same data and options).", show_default=False),
-    ] = None,
+    no_progress: NoProgressOpt = False,
+    checkpoint: CheckpointOpt = None,
+    checkpoint_every: CheckpointEveryOpt = None,
+    resume: ResumeOpt = None,
     plot: PlotOpt = None,
     dask: DaskOpt = None,
     stream: StreamOpt = None,
@@ -383,135 +418,15 @@ def train(
 
     Example: [bold]calopt train ijcnn1 --measure gmean[/bold]
     """
-    constraints = parse_constraints(constraint)  # bad specs fail before anything is read or written
-    if constraints and dask is not None:
-        raise ParameterError("--constraint with --dask: a cluster run does not train under rate constraints")
-    if resume is not None and not resume.is_file():
-        raise ParameterError(f"--resume {resume}: " + ("is a directory, not a checkpoint file" if resume.is_dir()
-                                                       else "no such checkpoint file" if not resume.exists()
-                                                       else "not a regular file (a checkpoint is an .npz file)"))
-    check_stdin_once({"DATA": data, "--test": test})
-    if plot is not None:
-        plotting.check_plot_path(plot)  # before training
-    source = data or "a9a"
-    model_output, checkpoint_output, no_checkpoint = _train_outputs(
-        model_out, checkpoint, resume, checkpoint_every, [source, test, resume], plot)
-    csv = CsvOptions(label_column, delimiter, header)
-    if (streams(source, stream) if data is not None else bool(stream)):  # out of core: calopt_cli.stream
-        return train_stream(source, csv, test=test, model_output=model_output, as_json=as_json,
-                            no_progress=no_progress,
-                            options=dict(measure=measure, algorithm=algorithm or None, loss=loss or None,
-                                         epochs=epochs, batch_size=batch_size, seed=seed or 0, positive=positive,
-                                         select=select),
-                            refused={"--backend": backend != "numpy", "--dtype": dtype, "--device": device,
-                                     "--checkpoint": checkpoint, "--checkpoint-every": checkpoint_every,
-                                     "--resume": resume, "--plot": plot, "--dask": dask,
-                                     "--constraint": constraints})
-    if dask is not None:  # the workers read the training file; the test file is read after training
-        cluster_X, cluster_y, read_options, train_set = cluster_input(source, csv, backend, device)
-    else:  # --no-stream reads a directory of arrays or a Parquet file whole
-        train_set = read_whole_source(source, csv) or load_dataset(source, csv)
-    test_set = None
-    if test is not None and dask is None:
-        test_set = load_dataset(test, csv, split="test", like=reading(train_set),
-                                of=f"the training data ({train_set.source})")
-    elif test is None and (data is None or (not Path(source).exists() and source in datasets.names())):
-        test_set = datasets.load(source, "test")
-    sources = {"training labels": f"{source if train_set is None else train_set.source} labels"}
-    if test_set is not None:
-        sources["evaluation labels"] = f"{test_set.source} labels"
-    try:
-        with _interruptible(checkpoint_output, no_checkpoint) as stop, dask_client(dask) as client, \
-                epoch_progress(None, enabled=not (as_json or no_progress)) as on_epoch:
-            if client is not None:
-                model = calopt.fit(
-                    cluster_X, cluster_y, cluster=client, measure=measure, algorithm=algorithm or None,
-                    loss=loss or None, dtype=dtype, epochs=epochs, select=select, batch_size=batch_size,
-                    seed=0 if seed is None else seed, positive=positive, read_options=read_options,
-                    callback=on_epoch, checkpoint=checkpoint_output.path if checkpoint_output is not None else None,
-                    checkpoint_every=checkpoint_every, resume=resume, interrupt=stop.is_set)
-            else:
-                model = calopt.fit(
-                    train_set.X, train_set.labels, measure=measure, algorithm=algorithm or None,
-                    loss=loss or None, backend=backend, dtype=dtype, device=device, epochs=epochs,
-                    select=select, patience=patience, max_epochs=max_epochs, batch_size=batch_size, seed=0 if seed is None else seed, positive=positive, callback=on_epoch,
-                    eval_set=(test_set.X, test_set.labels) if test_set is not None else None,
-                    checkpoint=checkpoint_output.path if checkpoint_output is not None else None,
-                    checkpoint_every=checkpoint_every, resume=resume,
-                    interrupt=stop.is_set, constraints=constraints or None,
-                )
-    except DataError as exc:
-        raise exc.renamed(sources) from None
-    if train_set is not None:
-        model.fit_report = model.fit_report.replace(data=DataReading.from_json(reading(train_set)))
-    if test is not None and dask is not None:
-        test_set = load_dataset(test, csv, split="test", like=model.fit_report.data.to_json(),
-                                of=f"the training data ({source})")
-    if model_output is not None:
-        model.save(model_output.path)
-    _remove_finished_checkpoint(checkpoint_output)
-    if model.status < 0:  # reported, and the exit code says so after the results
-        typer.echo(f"calopt: warning: {model.message}; exit code 3", err=True)
-    constrained = list(model.fit_report.constraints or ())
-    selection = model.fit_report.selection or {}
-    if constrained and selection.get("value", 0.0) < 0:  # no threshold feasible on the held-out rows
-        typer.echo(f"calopt: warning: {held_out_unmet_message(constrained, selection['rule'])}", err=True)
-    for entry in constrained:
-        if not entry["satisfied"]:
-            typer.echo(f"calopt: warning: {unmet_message(entry)}", err=True)
-    if dask is not None:  # measured by the workers at the end of training
-        summaries = [(source if train_set is None else train_set.source, dict(model.fit_report.cluster.train))]
-    else:
-        summaries = [(train_set.source, model.summary(train_set.X, train_set.labels))]
-    if test_set is not None:
-        summaries.append((test_set.source, model.summary(test_set.X, test_set.labels)))
-    if plot is not None:  # the run's history, drawn as calopt compare draws its methods
-        plotting.save_figure(plotting.history_figure(
-            model, [(s.source, s.X, s.labels) for s in (train_set, test_set) if s is not None]), plot)
-    if as_json:
-        echo_json({
-            "task": "multiclass" if "per_class" in summaries[0][1] else "binary",
-            "classes": [label_text(c) for c in model.classes],
-            "positive": positive_text(model),
-            **run_fields(model),
-            **({"rank": model.fit_report.rank} if model.fit_report.rank else {}),
-            "train": summaries[0][1],
-            "test": summaries[1][1] if test_set is not None else None,
-            **({"constraints": constrained, "threshold_rule": model.fit_report.threshold_rule}
-               if constraints else {}),
-            "history": model.history,
-            "status": model.message,
-            "model": str(model_out) if model_out is not None else None,
-            "plot": str(plot) if plot is not None else None,
-        })
-        if model.status < 0:
-            raise typer.Exit(3)
-        return
-    console = Console()
-    title = model.describe() + (f" (diverged: {model.message})" if model.status < 0 else "")
-    table = _summary_table(title, summaries, model.measure)
-    rank = f", rank {model.fit_report.rank}" if model.fit_report.rank else ""
-    cluster = model.fit_report.cluster
-    passes = epochs_text(model.fit_report.epochs) if not cluster else \
-        f"{epochs_text(model.fit_report.epochs, 'round')} on {cluster.workers} Dask workers ({cluster.mode})"
-    positive_class = f", positive class {positive_text(model)}" if model.positive is not None else ""
-    table.caption = escape(f"{model.fit_report.backend}, {passes}{rank}{positive_class}, "
-                           f"fit in {model.fit_seconds:.2f} s")
-    console.print(table)
-    chosen = selection_text(model.fit_report.selection, model.measure)
-    if chosen:
-        console.print(chosen)
-    if constrained:
-        console.print(_constraints_table(constrained))
-    if "per_class" in summaries[0][1]:
-        console.print(_per_class_table(f"{model.measure} per class (one-vs-rest)",
-                                       [(name, summary["per_class"]) for name, summary in summaries]))
-    if model_out is not None:
-        console.print(f"model written to {model_out}")
-    if plot is not None:
-        console.print(f"figure written to {plot}")
-    if model.status < 0:
-        raise typer.Exit(3)
+    run_train(
+        TrainData(data, test, CsvOptions(label_column, delimiter, header)),
+        TrainSettings(measure=measure, constraint=constraint, algorithm=algorithm, loss=loss, backend=backend,
+                      dtype=dtype, device=device, epochs=epochs, select=select, patience=patience,
+                      max_epochs=max_epochs, batch_size=batch_size, seed=seed, positive=positive, dask=dask,
+                      stream=stream),
+        TrainOutputs(model_out=model_out, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                     plot=plot, as_json=as_json, no_progress=no_progress),
+    )
 
 
 def evaluate(
@@ -544,19 +459,19 @@ def evaluate(
     console = Console()
     positive_class = f", positive class {positive_text(model)}" if model.positive is not None else ""
     title = f"{model_path} on {dataset.source} ({report['n_samples']} rows{positive_class})"
-    accuracy = [f"{_HEADERS[key]} {report[key]:.4f}" for key in ("top1", "top5") if key in report]
+    accuracy = [f"{HEADERS[key]} {report[key]:.4f}" for key in ("top1", "top5") if key in report]
     if accuracy:  # a line of its own: a long title would wrap inside the narrow table
         console.print(f"{title}: {', '.join(accuracy)}", highlight=False, markup=False)
     keys = [key for key in ("value", "tpr", "tnr") if key in report["measures"][0]]
     table = Table(title=None if accuracy else title)
     table.add_column("measure")
     for key in keys:
-        table.add_column(_HEADERS[key], justify="right")
+        table.add_column(HEADERS[key], justify="right")
     for entry in report["measures"]:
         table.add_row(entry["measure"], *(f"{entry[key]:.4f}" for key in keys))
     console.print(table)
     if "per_class" in report["measures"][0]:
-        console.print(_per_class_table("per class (one-vs-rest)",
+        console.print(per_class_table("per class (one-vs-rest)",
                                        [(entry["measure"], entry["per_class"]) for entry in report["measures"]]))
 
 

@@ -262,12 +262,13 @@ OUTPUT_CASES_EXTRA: dict[str, tuple[Build, list[str]]] = {
 def _no_work_before_the_check(monkeypatch) -> None:
     """Reading data or a model before the outputs are checked is a bug: make it a traceback."""
     import calopt_cli.aggregate
+    import calopt_cli.reading
     import calopt_cli.training
 
     def work(*args, **kwargs):
         raise AssertionError("data or a model was read before the output paths were checked")
 
-    for module, name in [(calopt_cli.training, "read_data"), (calopt_cli.training, "load_model"),
+    for module, name in [(calopt_cli.reading, "read_data"), (calopt_cli.training, "load_model"),
                          (calopt_cli.aggregate, "load_models")]:
         monkeypatch.setattr(module, name, work)
 

@@ -270,20 +270,20 @@ def test_a_miss_within_the_rows_sampling_error_is_told_apart(spec, rows, value, 
 def test_the_table_marks_a_miss_within_error_and_says_what_the_mark_means():
     from rich.console import Console
 
-    from calopt_cli.training import _constraints_table
+    from calopt_cli.render import constraints_table
 
     entries = [{"constraint": "precision>=0.75", "train": 0.76, "satisfied": True, "test": 0.744,
                 "test_satisfied": False, "test_error": 0.016, "test_within_error": True},
                {"constraint": "tpr>=0.5", "train": 0.6, "satisfied": True, "test": 0.40,
                 "test_satisfied": False, "test_error": 0.02, "test_within_error": False}]
     console = Console(width=100, record=True)
-    console.print(_constraints_table(entries))
+    console.print(constraints_table(entries))
     text = console.export_text()
     assert "0.7440 ≈" in text and "0.4000 ✗" in text and "0.7600 ✓" in text
     assert "misses the bound by less than two standard errors" in " ".join(text.split())
     entries[0]["test_within_error"] = False
     console = Console(width=100, record=True)
-    console.print(_constraints_table(entries))
+    console.print(constraints_table(entries))
     assert "≈" not in console.export_text()
 
 

@@ -177,3 +177,16 @@ def test_list_measures_says_which_work_on_more_classes():
     assert multiclass["tpr"] is None and multiclass["tnr"] is None
     for name in ("gmean", "hmean", "qmean", "min", "balanced-accuracy", "accuracy", "fbeta", "jaccard"):
         assert multiclass[name], name
+
+
+@pytest.mark.parametrize("spec", MEASURES[:-2])
+def test_a_stack_of_matrices_gives_each_one_s_value(spec):
+    """(m, K, K) in one call equals m calls: what a search over many decision rules evaluates."""
+    measure = get_measure(spec)
+    for K in (2, 3, 5):
+        stack = np.stack([confusion_matrix(XP.asarray(t), XP.asarray(p), K, xp=XP)
+                          for _, t, p, _ in [c for c in CASES if c[0] == max(K, 3)][:8]
+                          if max(t.max(), p.max()) < K] or [np.eye(K)])
+        batched = measure.from_confusion(XP.asarray(stack), xp=XP)
+        one_by_one = [float(measure.from_confusion(XP.asarray(m), xp=XP)) for m in stack]
+        np.testing.assert_allclose(batched, one_by_one, rtol=0, atol=1e-15)

@@ -608,14 +608,14 @@ def test_sigint_stops_a_multiclass_cli_run_that_resumes_to_the_same_model_bytes(
 @pytest.mark.parametrize("command", ["train", "predict"])
 def test_ctrl_c_outside_training_is_one_line_and_exit_130(tmp_path, monkeypatch, command):
     """A KeyboardInterrupt while a command loads its data: no traceback, no output file."""
-    import calopt_cli.training
+    import calopt_cli.reading
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
     data = _train_file(tmp_path)
     model = _model_file(tmp_path)
-    monkeypatch.setattr(calopt_cli.training, "read_data", interrupted)
+    monkeypatch.setattr(calopt_cli.reading, "read_data", interrupted)
     out = tmp_path / "out"
     out.mkdir()
     args = {"train": ["train", data, "--model-out", str(out / "m.npz"), "--no-progress"],

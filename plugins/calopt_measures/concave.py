@@ -31,13 +31,13 @@ def _zeros(alpha: Array, beta: Array, *, xp: Any) -> Array:
 
 def _mean_over(values: Array, present: Array, *, xp: Any) -> Array:
     """The mean of ``values`` over the ``present`` classes (0 when none is)."""
-    count = xp.astype(xp.sum(xp.astype(present, xp.int64)), values.dtype)
-    return safe_divide(xp.sum(xp.where(present, values, xp.zeros_like(values))), count, xp=xp)
+    count = xp.sum(xp.astype(present, values.dtype), axis=-1)
+    return safe_divide(xp.sum(xp.where(present, values, xp.zeros_like(values)), axis=-1), count, xp=xp)
 
 
 def _any_zero(recalls: Array, present: Array, *, xp: Any) -> Array:
     """Whether a present class has recall 0 (a mean of reciprocals or logarithms is then 0)."""
-    return xp.any(present & (recalls == 0)) | ~xp.any(present)
+    return xp.any(present & (recalls == 0), axis=-1) | ~xp.any(present, axis=-1)
 
 
 def _choose(condition: Array, first: tuple, second: tuple, *, xp: Any) -> tuple:
@@ -75,9 +75,8 @@ class Min(_Homogeneous):
         return xp.minimum(tpr, tnr)
 
     def psi_classes(self, recalls: Array, present: Array, *, xp: Any) -> Array:
-        if not bool(xp.any(present)):
-            return xp.zeros_like(recalls[0])
-        return xp.min(xp.where(present, recalls, xp.ones_like(recalls)))
+        smallest = xp.min(xp.where(present, recalls, xp.ones_like(recalls)), axis=-1)
+        return xp.where(xp.any(present, axis=-1), smallest, xp.zeros_like(smallest))
 
     def project(self, alpha: Array, beta: Array, *, xp: Any) -> tuple[Array, Array]:
         """Onto the segment α + β = 1, α, β ≥ 0: project onto the line, then clip."""
@@ -159,9 +158,8 @@ class QMean(ConcaveMeasure):
         return 1 - xp.sqrt(((1 - tpr) ** 2 + (1 - tnr) ** 2) * 0.5)
 
     def psi_classes(self, recalls: Array, present: Array, *, xp: Any) -> Array:
-        if not bool(xp.any(present)):
-            return xp.zeros_like(recalls[0])
-        return 1 - xp.sqrt(_mean_over((1 - recalls) ** 2, present, xp=xp))
+        value = 1 - xp.sqrt(_mean_over((1 - recalls) ** 2, present, xp=xp))
+        return xp.where(xp.any(present, axis=-1), value, xp.zeros_like(value))
 
     def conjugate(self, alpha: Array, beta: Array, *, xp: Any) -> Array:
         return alpha + beta - 1

@@ -153,5 +153,5 @@ class Accuracy(PseudoLinearMeasure):
         return safe_divide(tp + tn, tp + fp + tn + fn, xp=xp)
 
     def from_classes(self, matrix: Array, *, xp: Any) -> Array:
-        eye = xp.eye(matrix.shape[0], dtype=matrix.dtype, device=getattr(matrix, "device", None))
-        return safe_divide(xp.sum(matrix * eye), xp.sum(matrix), xp=xp)
+        eye = xp.eye(matrix.shape[-1], dtype=matrix.dtype, device=getattr(matrix, "device", None))
+        return safe_divide(xp.sum(matrix * eye, axis=(-2, -1)), xp.sum(matrix, axis=(-2, -1)), xp=xp)

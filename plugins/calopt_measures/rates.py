@@ -84,7 +84,7 @@ class BalancedAccuracy(_Linear):
         return safe_divide(total, count, xp=xp)
 
     def from_classes(self, matrix: Array, *, xp: Any) -> Array:
-        true = xp.sum(matrix, axis=1)
-        eye = xp.eye(matrix.shape[0], dtype=matrix.dtype, device=getattr(matrix, "device", None))
-        recalls = safe_divide(xp.sum(matrix * eye, axis=1), true, xp=xp)
-        return safe_divide(xp.sum(recalls), xp.sum(xp.astype(true > 0, recalls.dtype)), xp=xp)
+        true = xp.sum(matrix, axis=-1)
+        eye = xp.eye(matrix.shape[-1], dtype=matrix.dtype, device=getattr(matrix, "device", None))
+        recalls = safe_divide(xp.sum(matrix * eye, axis=-1), true, xp=xp)
+        return safe_divide(xp.sum(recalls, axis=-1), xp.sum(xp.astype(true > 0, recalls.dtype), axis=-1), xp=xp)
