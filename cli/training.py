@@ -340,15 +340,14 @@ def _print_train(model: Any, report: RunReport, summaries: list[tuple[str, dict[
     """``calopt train``'s tables: the summaries (the run in the caption), the settings chosen,
     the constraints, the measure per class; then where the model and figure were written."""
     console = Console()
-    title = model.describe() + (f" (diverged: {model.message})" if model.status < 0 else "")
-    table = summary_table(title, summaries, model.measure)
+    positive_class = f" · positive class {positive_text(model)}" if model.positive is not None else ""
+    title = model.describe() + positive_class + (f" (diverged: {model.message})" if model.status < 0 else "")
+    table = summary_table(escape(title), summaries, model.measure)
     rank = f", rank {report.rank}" if report.rank else ""
     cluster = report.cluster
     passes = epochs_text(report.epochs) if not cluster else \
         f"{epochs_text(report.epochs, 'round')} on {cluster['workers']} Dask workers ({cluster['mode']})"
-    positive_class = f", positive class {positive_text(model)}" if model.positive is not None else ""
-    table.caption = escape(f"{report.backend}, {passes}{rank}{positive_class}, "
-                           f"fit in {model.fit_seconds:.2f} s")
+    table.caption = escape(f"{report.backend}, {passes}{rank}, fit in {model.fit_seconds:.2f} s")
     console.print(table)
     chosen = selection_text(report.selection, model.measure)
     if chosen:
