@@ -65,7 +65,7 @@ def main():
             single = {name: model.score(test.X, test.labels) for name, model in models.items()}
             value = combined.score(test.X, test.labels)
             runs.append({"seed": seed, "single": single, "aggregate": value, "seconds": seconds,
-                         "theta": dict(zip(names, combined.options["aggregate"]["theta"])),
+                         "theta": dict(zip(names, combined.fit_report.aggregate["theta"])),
                          "gap": value - max(single.values())})
         row = {
             "measure": measure, "lambda": args.radius, "epochs": args.epochs, "models": names,

@@ -99,7 +99,7 @@ def run_cell(data: suite.Dataset, measure: str, seed: int, select: str, kwargs: 
     single = {name: test_value(model, data, measure) for name, model in models.items()}
     value = test_value(combined, data, measure)
     best = max(single, key=single.get)
-    details = combined.options["aggregate"]
+    details = combined.fit_report.aggregate
     return {"single": single, "aggregate": value, "best": best, "gap": value - single[best],
             "seconds": seconds, "base_seconds": base_seconds,
             "theta": dict(zip(details["models"], details["theta"])),

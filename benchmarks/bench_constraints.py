@@ -116,8 +116,8 @@ def main():
             for label, algorithm in (("calopt", None), ("calopt constrained", "constrained")):
                 seconds, predicted, model = calopt_route(X, y, X_test, spec, algorithm)
                 routes[label] = (seconds, predicted)
-                entry, = model.options["constraints"]
-                held_out[label] = {"threshold_rule": model.options["threshold_rule"],
+                entry, = model.fit_report.constraints
+                held_out[label] = {"threshold_rule": model.fit_report.threshold_rule,
                                    "held_out_rate": entry["validation"],
                                    "held_out_satisfied": entry["validation_satisfied"],
                                    "train_rate": entry["train"]}

@@ -5,7 +5,7 @@ For each dataset, measure and seed s, the same algorithm trains three ways:
 * single process: ``calopt.fit(X, y, measure=M, algorithm=A, select="none", seed=s)``
   (the one-pass step trial, 10 passes, the threshold tuned on the training data: what a
   Dask run does);
-* local rounds on 2 workers: ``calopt.training.distributed.fit_on_cluster(path, cluster=client, ...)``,
+* local rounds on 2 workers: ``calopt.fit(path, cluster=client, ...)``,
   each worker reading its own rows (``i::2``) of the training file itself (w8a, which has no
   test file: rows of a seeded 70/30 split, scattered once); one round a pass, 10 rounds;
 * exact rounds on 2 workers for ``gd`` (logistic, 10 rounds) and ``lbfgs`` (the plug-in
@@ -33,7 +33,6 @@ import numpy as np
 
 import calopt
 from calopt.io.files import read_data, train_test_split
-from calopt.training.distributed import fit_on_cluster
 
 DATA = Path("/work/shared/data")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -82,10 +81,10 @@ def main():
                                         seed=seed, epochs=args.epochs)
                     single_seconds = time.perf_counter() - begun
                     begun = time.perf_counter()
-                    per_pass = math.ceil(math.ceil(train.n_samples / args.workers) / single.options["batch_size"])
+                    per_pass = math.ceil(math.ceil(train.n_samples / args.workers) / single.fit_report.batch_size)
                     steps = None if args.rounds_per_pass == 1 else math.ceil(per_pass / args.rounds_per_pass)
                     rounds = args.epochs if steps is None else math.ceil(args.epochs * per_pass / steps)
-                    local = fit_on_cluster(cluster=client, measure=measure, algorithm=algorithm, seed=seed,
+                    local = calopt.fit(cluster=client, measure=measure, algorithm=algorithm, seed=seed,
                                            epochs=rounds, local_steps=steps, **source)
                     local_seconds = time.perf_counter() - begun
                     row = {"dataset": name, "measure": measure, "algorithm": algorithm, "seed": seed,
@@ -102,7 +101,7 @@ def main():
                                     epochs=rounds)
                 single_seconds = time.perf_counter() - begun
                 begun = time.perf_counter()
-                exact = fit_on_cluster(cluster=client, measure="f1", algorithm=algorithm, epochs=rounds, **source)
+                exact = calopt.fit(cluster=client, measure="f1", algorithm=algorithm, epochs=rounds, **source)
                 rows.append({"dataset": name, "measure": "f1", "algorithm": f"{algorithm} (exact)", "seed": 0,
                              "rounds": len(exact.history), "single_message": single.message, "message": exact.message,
                              "coef_difference": float(np.max(np.abs(exact.coef - single.coef))),

@@ -99,7 +99,7 @@ def run_one(name: str, calopt_kwargs: dict[str, Any], repeat: int = 1) -> dict[s
             seconds.append(time.perf_counter() - started)
     row["calopt"] = {**scores(y_test, model.predict(X_test)),
                      "seconds": min(ours_seconds), "all_seconds": ours_seconds, "algorithm": model.algorithm,
-                     "options": _plain(model.options)}
+                     "options": _plain(model.fit_report.to_json())}
     iterations = int(np.max(logistic[-1].n_iter_))
     row["logistic"] = {**scores(y_test, logistic.predict(X_test)), "seconds": min(seconds), "all_seconds": seconds,
                        "iterations": iterations, "converged": iterations < 1000,

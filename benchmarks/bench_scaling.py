@@ -67,7 +67,7 @@ def time_fit(X, y, algorithm: str, measure: str, backend: str, epochs: int, devi
     cumulative = [0.0] + [row["seconds"] for row in model.history]
     per_epoch = [b - a for a, b in zip(cumulative, cumulative[1:])]
     return {"epoch_seconds": statistics.median(per_epoch), "epoch_seconds_all": per_epoch,
-            "fit_seconds": model.fit_seconds, "batch_size": model.options["batch_size"]}
+            "fit_seconds": model.fit_seconds, "batch_size": model.fit_report.batch_size}
 
 
 def slope(ns, seconds) -> float:

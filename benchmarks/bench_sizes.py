@@ -359,7 +359,7 @@ def run_method(data: Data, measure: str, method: str) -> dict[str, Any]:
             def fit():
                 return calopt.fit(data.X_train, data.y_train, measure=measure)
         record, model = _record(data, measure, fit, lambda m: m.predict(data.X_test))
-        selection = model.options.get("selection", {}) if isinstance(model.options, dict) else {}
+        selection = model.fit_report.selection or {}
         record.update({"algorithm": model.algorithm, "rule": selection.get("rule"),
                        "fit_seconds": float(model.fit_seconds)})
         return record

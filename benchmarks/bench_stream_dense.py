@@ -175,7 +175,7 @@ def threshold_check(directory: Path, measure_name: str, epochs: int) -> None:
                              for i in range(0, X.shape[0], 500_000)])
     seconds = time.perf_counter() - started
     y = np.where(np.load(directory / "train" / "y.npy") > 0, 1.0, -1.0)
-    print(f"model threshold (its sample of {model.options['stream']['threshold_rows']:,} rows): "
+    print(f"model threshold (its sample of {model.fit_report.stream.threshold_rows:,} rows): "
           f"test {_value(measure, test_scores - model.threshold, y_test):.6f}")
     print(f"scoring every training row: {seconds:.1f} s")
     for rows in [*(size for size in (671_088, 2_000_000) if size < y.size), y.size]:

@@ -441,9 +441,9 @@ def run_calopt(data: Dataset, measure: str, kwargs: dict[str, Any]) -> dict[str,
                 "traceback": traceback.format_exc(limit=-4)}
     return {**test_record(measure, data.y_test, predicted, data.positive, data.negative),
             "seconds": seconds, "fit_seconds": float(model.fit_seconds),
-            "algorithm": model.algorithm, "epochs": model.options.get("epochs"),
+            "algorithm": model.algorithm, "epochs": model.fit_report.epochs,
             "status": model.status, "message": model.message,
-            "options": _plain(model.options), "warnings": _warnings_text(caught)}
+            "options": _plain(model.fit_report.to_json()), "warnings": _warnings_text(caught)}
 
 
 # -- running -------------------------------------------------------------------------

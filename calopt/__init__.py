@@ -44,6 +44,7 @@ from calopt.io import datasets
 from calopt.losses import Loss
 from calopt.measures import ConcaveMeasure, Measure, PseudoLinearMeasure
 from calopt.models.linear import LinearModel, MulticlassModel, load_model
+from calopt.models.report import FitReport
 from calopt.registry import (
     get_algorithm,
     get_loss,
@@ -53,8 +54,7 @@ from calopt.registry import (
     list_measures,
 )
 from calopt.training.aggregate import aggregate
-from calopt.training.pipeline import fit_multiclass
-from calopt.training.stream import fit  # pipeline.fit, or on a stream of chunks
+from calopt.training.api import fit, fit_multiclass  # arrays, a stream of chunks or a Dask cluster
 from calopt.version import __version__
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     "ConcaveMeasure",
     "Constant",
     "DataError",
+    "FitReport",
     "InverseSqrt",
     "IterateAverage",
     "LinearModel",

@@ -43,7 +43,8 @@ from calopt.errors import DataError
 from calopt.measures import confusion_counts
 from calopt.io.labels import encode_binary, label_text
 from calopt.sklearn import make_scorer, measure_score
-from calopt.training.pipeline import DEFAULT_EPOCHS, fit
+from calopt.training.api import fit
+from calopt.training.plan import DEFAULT_EPOCHS
 
 __all__ = ["Comparison", "MethodRun", "compare"]
 

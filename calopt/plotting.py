@@ -221,9 +221,9 @@ def history_figure(model: Any, data: list[tuple[str, Any, Any]]) -> Any:
         positive_rate = float(np.mean(encode_like(to_numpy(data[-1][2]), model.classes) > 0))
     else:
         positive_rate = None
-        value_label = (f"macro {model.measure} (one-vs-rest)" if model.options.get("one_vs_rest") == "per class"
+        value_label = (f"macro {model.measure} (one-vs-rest)" if model.fit_report.one_vs_rest == "per class"
                        else "top-1 accuracy")
-    title = (f"calopt train: {model.describe()} on {data[0][0]} ({model.options['backend']}, "
+    title = (f"calopt train: {model.describe()} on {data[0][0]} ({model.fit_report.backend}, "
              f"fit in {model.fit_seconds:.2f} s)")
     return figure(series, title=title, value_label=value_label, measure=model.measure if binary else None,
                   positive_rate=positive_rate)

@@ -41,9 +41,12 @@ from calopt.constraints import unmet_message
 from calopt.io.labels import json_label, show_label
 from calopt.io.stream import is_chunked
 from calopt.measures import confusion_counts
-from calopt.models.linear import LinearModel, Model, MulticlassModel
+from calopt.models.linear import LinearModel, Model
+from calopt.models.report import FitReport, PartialFitReport
 from calopt.training.loop import Trainer, run
-from calopt.training.pipeline import fit, prepare, resolve_backend
+from calopt.training.api import fit
+from calopt.training.plan import FitPlan, build_model
+from calopt.training.pipeline import prepare, resolve_backend
 from calopt.training.selection import MAX_EPOCHS, PATIENCE, choose_settings
 from calopt.training.stream import partial_fit_chunks
 
@@ -181,7 +184,7 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
     constraints : list of str, default=None
         Rate constraints for two classes (``["precision>=0.9", "fpr<=0.01"]``): ``fit``
         maximises ``measure`` subject to them (see :func:`calopt.fit`); each one's
-        training and held-out value is in ``model_.options["constraints"]`` and one not
+        training and held-out value is in ``model_.fit_report.constraints`` and one not
         met on the training data is a ``UserWarning``. ``partial_fit`` does not take them.
     pos_label : label, default=None
         The positive class of two (the one the measure is about): :func:`calopt.fit`'s
@@ -286,15 +289,13 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
                         sample_weight=weight)
         else:
             model = fit(X, codes, **options, seed=_seed(self.random_state), sample_weight=weight)
-        for entry in model.options.get("constraints", []):
+        for entry in model.fit_report.constraints or ():
             if not entry["satisfied"]:
                 warnings.warn(unmet_message(entry), UserWarning, stacklevel=2)
-        if weight is not None and model.options.get("one_vs_rest") == "per class":
-            model = _weighted_spread(model, X, weight)
         if not binary:
             model = dataclasses.replace(model, classes=tuple(json_label(c) for c in self.classes_))
         self._set_model(model, X)
-        self.n_iter_ = int(model.options["epochs"])
+        self.n_iter_ = int(model.fit_report.epochs)
         self.__dict__.pop("_stream", None)
         return self
 
@@ -531,8 +532,10 @@ class _Stream:
         start each solver from ``initial`` (coef (K, d), intercept (K,)) when given, else from 0;
         two classes train class ``positive`` (a code) against the other."""
         backend = resolve_backend(X, estimator.backend, None, None)
-        measure = registry.get_measure(estimator.measure)
-        algorithm = registry.get_algorithm(estimator.algorithm or registry.default_algorithm(measure, "direct"))
+        plan = FitPlan.resolve(measure=estimator.measure, algorithm=estimator.algorithm, loss=estimator.loss,
+                               task="direct", batch_size=estimator.batch_size, seed=_seed(estimator.random_state),
+                               scale=False, tune_threshold=False, select="none")
+        algorithm = plan.components.algorithm
         if algorithm.multiclass or type(algorithm).prepare is not Algorithm.prepare:
             raise ValueError(f"algorithm {algorithm.name!r} transforms the whole training data before it "
                              f"trains; partial_fit needs one that updates on any mini-batch")
@@ -540,12 +543,11 @@ class _Stream:
         if initial is not None and own_iterate:
             raise ValueError(f"algorithm {algorithm.name!r} has its own parametrisation, so partial_fit cannot "
                              f"start it from the coefficients fit found: fit again, or use a new estimator")
-        loss = registry.get_loss(estimator.loss or registry.default_loss(algorithm))
         n_problems = 1 if estimator.classes_.size == 2 else estimator.classes_.size
-        problem = Problem(backend.xp, backend.dtype, backend.device, int(codes.size), int(X.shape[1]), 0.5,
-                          measure, loss, estimator.batch_size or int(codes.size), None)
+        problem = plan.problem(backend, codes.size, X.shape[1], 0.5, batch_size=estimator.batch_size or int(codes.size),
+                               epochs=None)
         algorithm.check_problem(problem)
-        seed = _seed(estimator.random_state)
+        seed = plan.seed
         counted = np.ones(codes.size) if weight is None else weight
         data = prepare(X, _one_vs_rest(codes, 0, n_problems, positive), backend, False)  # on the backend once
         algorithms = []
@@ -596,17 +598,16 @@ class _Stream:
         labels = tuple(json_label(c) for c in classes)
         if len(self.algorithms) == 1:  # (negative, positive)
             labels = (labels[1 - self.positive], labels[self.positive])
-        common = dict(classes=labels, measure=self.problem.measure.spec,
-                      algorithm=self.algorithms[0].spec, loss=self.problem.loss.spec,
-                      scale=np.ones(coef.shape[0]),
-                      options={"epochs": self.calls, "batch_size": self.batch_size, "seed": self.seed,
-                               "backend": self.backend_name, "dtype": self.dtype_name, "scale": False,
-                               "tune_threshold": False, "partial_fit": {"calls": self.calls, "rows": self.rows},
-                               "algorithm_params": [a.params for a in self.algorithms]},
-                      message=f"partial_fit: {self.calls} calls, {self.rows} rows")
-        if len(self.algorithms) == 1:
-            return LinearModel(coef=coef[:, 0], intercept=float(intercept[0]), threshold=0.0, **common)
-        return MulticlassModel(coef=coef, intercept=intercept, **common)
+        report = FitReport(epochs=self.calls, batch_size=self.batch_size, seed=self.seed, backend=self.backend_name,
+                           dtype=self.dtype_name, scale=False, tune_threshold=False,
+                           partial_fit=PartialFitReport(self.calls, self.rows),
+                           algorithm_params=tuple(a.params for a in self.algorithms))
+        binary = len(self.algorithms) == 1
+        return build_model(coef[:, 0] if binary else coef, float(intercept[0]) if binary else intercept, labels,
+                           report, measure=self.problem.measure, algorithm=self.algorithms[0],
+                           loss=self.problem.loss, scale=np.ones(coef.shape[0]),
+                           message=f"partial_fit: {self.calls} calls, {self.rows} rows",
+                           **({"threshold": 0.0} if binary else {}))
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -710,20 +711,3 @@ def _one_vs_rest(codes: np.ndarray, k: int, n_problems: int, positive: int = 1) 
 def _positive_rate(positives: float, total: float) -> float:
     """The running share of the positives, (positives + 1)/(total + 2): in (0, 1) before both classes show."""
     return float((positives + 1.0) / (total + 2.0))  # a Python float: array-api-strict takes no NumPy scalar
-
-
-def _weighted_spread(model: MulticlassModel, X: Any, weight: np.ndarray) -> MulticlassModel:
-    """Each class's scores divided by their weighted standard deviation on the training rows.
-
-    One class at a time, the pipeline puts the classes' scores on one scale by their
-    standard deviation over the training rows, unweighted; with sample weights this makes
-    it the weighted one, so that integer weights give what repeated rows give.
-    """
-    scores = np.asarray(to_numpy(model.decision_function(X)), dtype=np.float64)
-    mean = weight @ scores / np.sum(weight)
-    spread = np.sqrt(weight @ (scores - mean) ** 2 / np.sum(weight))
-    spread = np.where((spread > 0) & np.isfinite(spread), spread, 1.0)
-    options = dict(model.options)
-    if "score_spreads" in options:
-        options["score_spreads"] = (np.asarray(options["score_spreads"]) * spread).tolist()
-    return dataclasses.replace(model, coef=model.coef / spread, intercept=model.intercept / spread, options=options)

@@ -1,8 +1,9 @@
-"""What the commands read of how a model was trained: the one place the CLI touches ``model.options``.
+"""What the commands read of how a model was trained: the one place the CLI touches ``model.fit_report``.
 
 A trained model keeps its run's account (the passes, the backend, the settings selection,
 the constraints' values, how a stream or a Dask cluster served the rows, how the training
-file was read) in ``model.options``. The commands never index it themselves: they read
+file was read) in ``model.fit_report`` (:class:`~calopt.models.report.FitReport`). The
+commands never read it themselves: they read
 :func:`run_report`, a frozen :class:`RunReport` of those values as the JSON the commands
 print, and record how the training data were read with :func:`record_reading`. When the
 model's account changes shape, these two functions change, and nothing else in the CLI.
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from calopt.models.report import DataReading
 
 __all__ = ["RunReport", "record_reading", "run_report"]
 
@@ -41,17 +44,22 @@ class RunReport:
 
 def run_report(model: Any) -> RunReport:
     """What ``model`` reports of its training run (read when called: after :func:`record_reading`)."""
-    options = model.options
+    report = model.fit_report
     return RunReport(
-        backend=options.get("backend"), dtype=options.get("dtype"), epochs=options.get("epochs"),
-        batch_size=options.get("batch_size"), rank=options.get("rank"), selection=options.get("selection"),
-        threshold_rule=options.get("threshold_rule"), constraints=options.get("constraints", []),
-        data=options.get("data"), stream=options.get("stream"), cluster=options.get("cluster"),
-        aggregate=options.get("aggregate"),
+        backend=report.backend, dtype=report.dtype, epochs=report.epochs, batch_size=report.batch_size,
+        rank=report.rank, selection=None if report.selection is None else dict(report.selection),
+        threshold_rule=report.threshold_rule, constraints=[dict(entry) for entry in report.constraints or ()],
+        data=_json(report.data), stream=_json(report.stream), cluster=_json(report.cluster),
+        aggregate=None if report.aggregate is None else dict(report.aggregate),
     )
+
+
+def _json(part: Any) -> dict[str, Any] | None:
+    """A typed part of the report as the JSON the commands print (None: the run has none)."""
+    return None if part is None else part.to_json()
 
 
 def record_reading(model: Any, reading: dict[str, Any]) -> None:
     """Keep in ``model`` how its training data were read, for every later file read for it
     (``--test``, evaluate, predict, aggregate); saved with the model."""
-    model.options["data"] = reading
+    model.fit_report = model.fit_report.replace(data=DataReading.from_json(reading))

@@ -1,7 +1,7 @@
 """``calopt convert`` and the streaming route of ``calopt train`` (``--stream``, or a large file).
 
-Thin over :mod:`calopt.io.stream` and :mod:`calopt.training.stream`: open the source with
-the CSV options, show each pass's rows and rows per second, render the result.
+Thin over :mod:`calopt.io.stream` and :func:`calopt.fit` on a stream (:mod:`calopt.training.stream`):
+open the source with the CSV options, show each pass's rows and rows per second, render the result.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from calopt_cli.report import run_report
 from rich.console import Console
 from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
+import calopt
 from calopt.errors import DataError, ParameterError
 from calopt.io.labels import label_text
 from calopt.io.files import STDIN, Dataset
 from calopt.io.stream import STREAM_ABOVE_BYTES, open_stream, read_whole
 from calopt.io.stream import convert as convert_source
-from calopt.training.stream import fit_stream
 
 __all__ = ["StreamOpt", "convert", "read_whole_source", "streams", "train_stream"]
 
@@ -107,7 +107,7 @@ def train_stream(source: str, csv: CsvOptions, *, test: str | None, options: dic
     stream = _open(source, csv)
     with pass_progress(not (as_json or no_progress)) as on_rows:
         try:
-            model = fit_stream(stream, progress=on_rows, **options)
+            model = calopt.fit(stream, progress=on_rows, **options)
         except DataError as exc:
             raise exc.renamed({"training labels": f"{stream.source} labels"}) from None
     report = run_report(model)

@@ -256,11 +256,9 @@ def _fit(rows: _Rows, settings: TrainSettings, outputs: TrainOutputs, checked: _
         with interruptible(checked.checkpoint, checked.no_checkpoint) as stop, dask_client(settings.dask) as client, \
                 epoch_progress(None, enabled=not (outputs.as_json or outputs.no_progress)) as on_epoch:
             if client is not None:
-                from calopt.training.distributed import fit_on_cluster
-
                 X, y, read_options = rows.cluster
-                return fit_on_cluster(X, y, cluster=client, read_options=read_options, callback=on_epoch,
-                                      interrupt=stop.is_set, **common)
+                return calopt.fit(X, y, cluster=client, read_options=read_options, callback=on_epoch,
+                                  interrupt=stop.is_set, **common)
             test_set = rows.test_set
             return calopt.fit(rows.train_set.X, rows.train_set.labels, backend=settings.backend,
                               device=settings.device, patience=settings.patience, max_epochs=settings.max_epochs,

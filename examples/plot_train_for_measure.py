@@ -22,7 +22,7 @@ epochs = [entry["epoch"] for entry in model.history]
 fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.plot(epochs, [entry["train"] for entry in model.history], label="training rows")
 ax.plot(epochs, [entry["test"] for entry in model.history], label="test rows")
-ax.axvline(model.options["epochs"], color="grey", linestyle=":", label="pass kept")
+ax.axvline(model.fit_report.epochs, color="grey", linestyle=":", label="pass kept")
 ax.set_xlabel("pass over the data")
 ax.set_ylabel("G-mean at the tuned threshold")
 ax.set_title(model.describe())

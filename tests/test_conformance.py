@@ -262,7 +262,7 @@ def test_fit_matches_numpy_on_every_backend(name, backend):
     model = calopt.fit(X_in, y_in, measure=measure, algorithm=name, loss=loss, epochs=EPOCHS,
                        batch_size=BATCH, seed=SEED)
     expected = _numpy_fit(name)
-    assert model.options["backend"] == backend.backend.name
+    assert model.fit_report.backend == backend.backend.name
     assert model.algorithm == expected.algorithm  # the same step was chosen
     scale = max(1.0, float(np.max(np.abs(expected.coef))))
     np.testing.assert_allclose(model.coef, expected.coef, rtol=1e-9, atol=1e-12 * scale)
@@ -499,7 +499,7 @@ def test_every_algorithm_trains_in_each_dtype(name, dtype):
     measure, loss = pairing(name)
     model = calopt.fit(X.astype(dtype), y, measure=measure, algorithm=name, loss=loss, epochs=5, seed=SEED)
     assert model.status >= 0, model.message
-    assert model.options["dtype"] == dtype and model.options["epochs"] >= 1
+    assert model.fit_report.dtype == dtype and model.fit_report.epochs >= 1
     value = model.score(X, y)
     floor = max(_constant_values(calopt.get_measure(measure), y))
     assert value > floor + 0.1, (value, floor)

@@ -203,9 +203,9 @@ def test_two_dimensional_constrained_optimum(algorithm):
     assert 0.1 < optimum < 0.95  # the constraint binds
     model = calopt.fit(X, y, measure="recall", constraints=["precision>=0.75"], algorithm=algorithm,
                        select="none", epochs=30, seed=0)
-    entry, = model.options["constraints"]
+    entry, = model.fit_report.constraints
     assert entry["satisfied"] and entry["train"] >= 0.75
-    assert model.options["threshold_rule"] == "best feasible on the training rows"  # select="none"
+    assert model.fit_report.threshold_rule == "best feasible on the training rows"  # select="none"
     recall = calopt.get_measure("recall").score(y, model.predict(X))
     # within 0.03 of the optimum over linear models (and not above it by more than the grid's resolution)
     assert optimum - 0.03 <= recall <= optimum + 0.01, (recall, optimum)
@@ -216,7 +216,7 @@ def test_infeasible_constraints_are_reported_with_the_best_value():
     X, y = _two_gaussians(800, 1)
     model = calopt.fit(X, y, measure="recall", constraints=["fpr<=0.0", "tpr>=0.999"], algorithm="constrained",
                        select="none", epochs=3)
-    entries = {e["constraint"]: e for e in model.options["constraints"]}
+    entries = {e["constraint"]: e for e in model.fit_report.constraints}
     assert not (entries["fpr<=0.0"]["satisfied"] and entries["tpr>=0.999"]["satisfied"])
     assert "not met on the training data" in model.message
     unmet = [spec for spec, e in entries.items() if not e["satisfied"]]
@@ -228,7 +228,7 @@ def test_report_has_train_validation_and_test_values():
     X, y = _two_gaussians(1200, 2)
     model = calopt.fit(X[:900], y[:900], measure="recall", constraints=["precision>=0.7"],
                        eval_set=(X[900:], y[900:]), seed=0)
-    entry, = model.options["constraints"]
+    entry, = model.fit_report.constraints
     assert set(entry) >= {"constraint", "train", "validation", "test", "satisfied", "test_satisfied", "test_error",
                           "test_within_error", "validation_error", "validation_within_error"}
     # chosen on the out-of-fold scores, the threshold is carried over to one that is feasible on the
@@ -338,25 +338,25 @@ def test_threshold_is_chosen_on_out_of_fold_scores(monkeypatch, algorithm, selec
                        seed=0)
     y_held, oof, _ = seen["held_out"]
     threshold, recall = _best_feasible_cut(oof, y_held, 0.75)
-    selection = model.options["selection"]
+    selection = model.fit_report.selection
     assert selection["threshold"] == pytest.approx(threshold) and selection["value"] == pytest.approx(recall)
     share = float(np.mean(oof > threshold))
     assert selection["positive_share"] == pytest.approx(share)
-    entry, = model.options["constraints"]
+    entry, = model.fit_report.constraints
     held_predicted = oof > threshold
     assert entry["validation"] == pytest.approx(np.sum(held_predicted & (y_held > 0)) / np.sum(held_predicted))
     assert entry["validation_satisfied"] and entry["satisfied"]
     refit = np.asarray(model.decision_function(X)) + model.threshold  # the refit model's own scores
     assert model.threshold == pytest.approx(_nearest_feasible_share(refit, y, 0.75, share))
-    assert model.options["threshold_rule"] == pipeline.SHARE_FEASIBLE
+    assert model.fit_report.threshold_rule == pipeline.SHARE_FEASIBLE
     assert selection["measure"] == "tpr subject to precision>=0.75"
 
 
 def test_infeasible_on_held_out_rows_is_one_line():
     X, y = _two_gaussians(600, 12)
     model = calopt.fit(X, y, measure="recall", constraints=["precision>=0.95", "tpr>=0.9"], select="cv:3", seed=0)
-    assert model.options["selection"]["value"] < 0
-    missed = [e for e in model.options["constraints"] if not e["validation_satisfied"]]
+    assert model.fit_report.selection["value"] < 0
+    missed = [e for e in model.fit_report.constraints if not e["validation_satisfied"]]
     assert missed
     rates = {"precision>=0.95": "precision", "tpr>=0.9": "tpr"}
     line = ("no threshold meets every constraint on the held-out rows (cv:3): kept the one closest to feasible "
@@ -397,8 +397,8 @@ def test_constrained_solver_on_array_api_strict_devices(device, dtype):
     expected = calopt.fit(X.astype(dtype), y, **options)
     rtol = 1e-9 if dtype == "float64" else 1e-4
     np.testing.assert_allclose(model.coef, expected.coef, rtol=rtol, atol=rtol)
-    assert [e["train"] for e in model.options["constraints"]] == pytest.approx(
-        [e["train"] for e in expected.options["constraints"]], abs=rtol)
+    assert [e["train"] for e in model.fit_report.constraints] == pytest.approx(
+        [e["train"] for e in expected.fit_report.constraints], abs=rtol)
 
 
 # -- the command line ------------------------------------------------------------------------------
@@ -472,7 +472,7 @@ def test_estimator_takes_constraints_and_clones():
     X, y = _two_gaussians(1000, 8)
     estimator = CaloptClassifier("recall", constraints=["precision>=0.7"], random_state=0)
     fitted = clone(estimator).fit(X, y)
-    assert fitted.model_.options["constraints"][0]["satisfied"]
+    assert fitted.model_.fit_report.constraints[0]["satisfied"]
     assert precision_score(y, fitted.predict(X)) >= 0.7
     with pytest.raises(ValueError, match="partial_fit"):
         CaloptClassifier("recall", constraints=["precision>=0.7"]).partial_fit(X, y, classes=[-1, 1])

@@ -11,7 +11,6 @@ distributed = pytest.importorskip("distributed")
 
 import calopt  # noqa: E402
 from calopt.errors import ParameterError, TrainingError, TrainingInterrupted  # noqa: E402
-from calopt.training.distributed import fit_on_cluster  # noqa: E402
 
 
 def _cluster(workers: int):
@@ -50,11 +49,11 @@ def test_exact_rounds_equal_single_process(two, a9a, algorithm):
     X, y = a9a
     single = calopt.fit(X, y, algorithm=algorithm, measure="f1", select="none", epochs=15)
     cluster = calopt.fit(X, y, algorithm=algorithm, measure="f1", epochs=15, cluster=two)
-    assert cluster.options["cluster"]["mode"] == "exact" and cluster.options["cluster"]["workers"] == 2
+    assert cluster.fit_report.cluster.mode == "exact" and cluster.fit_report.cluster.workers == 2
     np.testing.assert_allclose(cluster.coef, single.coef, rtol=0, atol=1e-9)
     assert abs(cluster.intercept - single.intercept) < 1e-9
     assert abs(cluster.history[-1]["objective"] - single.history[-1]["objective"]) < 1e-12
-    assert cluster.options["cluster"]["train"]["value"] == pytest.approx(single.history[-1]["train"], abs=1e-12)
+    assert cluster.fit_report.cluster.train["value"] == pytest.approx(single.history[-1]["train"], abs=1e-12)
 
 
 @pytest.mark.parametrize("algorithm, measure", [("spade", "gmean"), ("sgd", "f1"), ("stamp", "f1")])
@@ -62,7 +61,7 @@ def test_local_one_worker_is_the_single_process_run(one, a9a, algorithm, measure
     X, y = a9a
     single = calopt.fit(X, y, algorithm=algorithm, measure=measure, select="none", epochs=3)
     cluster = calopt.fit(X, y, algorithm=algorithm, measure=measure, epochs=3, cluster=one)
-    assert cluster.options["cluster"]["mode"] == "local"
+    assert cluster.fit_report.cluster.mode == "local"
     assert cluster.algorithm == single.algorithm  # the step trial on the one shard: the same step
     assert _same(cluster, single)
     for key in single.history[-1]:
@@ -85,17 +84,17 @@ def test_files_are_read_by_the_workers(two, a9a, tmp_path):
     path = tmp_path / "part.svm"
     dump_svmlight_file(X, y, str(path), zero_based=False)
     arrays = calopt.fit(X, y, algorithm="spade", measure="gmean", epochs=2, cluster=two)
-    from_file = fit_on_cluster(str(path), cluster=two, algorithm="spade", measure="gmean", epochs=2,
+    from_file = calopt.fit(str(path), cluster=two, algorithm="spade", measure="gmean", epochs=2,
                                read_options={"n_features": X.shape[1]})
     np.testing.assert_allclose(from_file.coef, arrays.coef, rtol=1e-12, atol=1e-12)
-    assert from_file.options["data"]["format"] == "libsvm"
+    assert from_file.fit_report.data.format == "libsvm"
     # a list of files: worker i reads files i::2
     halves = [tmp_path / "a.svm", tmp_path / "b.svm"]
     dump_svmlight_file(X[0::2], y[0::2], str(halves[0]), zero_based=False)
     dump_svmlight_file(X[1::2], y[1::2], str(halves[1]), zero_based=False)
-    listed = fit_on_cluster([str(p) for p in halves], cluster=two, algorithm="spade", measure="gmean", epochs=2,
+    listed = calopt.fit([str(p) for p in halves], cluster=two, algorithm="spade", measure="gmean", epochs=2,
                             read_options={"n_features": X.shape[1]})
-    assert np.isfinite(listed.coef).all() and listed.options["cluster"]["workers"] == 2
+    assert np.isfinite(listed.coef).all() and listed.fit_report.cluster.workers == 2
 
 
 @pytest.mark.parametrize("source", ["arrays", "file"])
@@ -114,7 +113,7 @@ def test_a_lost_worker_is_survived_with_the_same_model(a9a, tmp_path, source, wh
         dump_svmlight_file(X, y, str(path), zero_based=False)
         data = dict(X=str(path), read_options={"n_features": X.shape[1]})
     with _cluster(2) as cluster, distributed.Client(cluster) as client:
-        undisturbed = fit_on_cluster(algorithm="spade", measure="gmean", epochs=4, cluster=client, **data)
+        undisturbed = calopt.fit(algorithm="spade", measure="gmean", epochs=4, cluster=client, **data)
 
     def lose_a_worker(record):
         if record.epoch == 2:
@@ -125,7 +124,7 @@ def test_a_lost_worker_is_survived_with_the_same_model(a9a, tmp_path, source, wh
                 threading.Timer(0.002, client.sync, (worker.close,)).start()
 
     with _cluster(2) as cluster, distributed.Client(cluster) as client:
-        survived = fit_on_cluster(algorithm="spade", measure="gmean", epochs=4, cluster=client,
+        survived = calopt.fit(algorithm="spade", measure="gmean", epochs=4, cluster=client,
                                   callback=lose_a_worker, **data)
         distributed.wait(client.submit(int, 1))
         assert len(client.scheduler_info()["workers"]) == 1
@@ -170,17 +169,16 @@ def test_checkpoint_at_a_round_resumes_to_the_same_model(two, a9a, tmp_path, alg
 ])
 def test_what_a_cluster_run_refuses(two, a9a, options, message):
     X, y = a9a
-    call = fit_on_cluster if "local_steps" in options else calopt.fit
     with pytest.raises(ParameterError, match=message):
-        call(X, y, cluster=two, **options)
+        calopt.fit(X, y, cluster=two, **options)
 
 
 def test_local_steps_rounds(two, a9a):
     X, y = a9a
     model = calopt.fit(X, y, algorithm="sgd", measure="f1", epochs=3, batch_size=100, cluster=two)
-    stepped = fit_on_cluster(X, y, algorithm="sgd", measure="f1", epochs=6, batch_size=100, local_steps=3,
-                             cluster=two)
-    assert stepped.options["cluster"]["local_steps"] == 3
+    stepped = calopt.fit(X, y, algorithm="sgd", measure="f1", epochs=6, batch_size=100, local_steps=3,
+                         cluster=two)
+    assert stepped.fit_report.cluster.local_steps == 3
     # 600 rows a worker, 6 batches a pass: 6 rounds of 3 steps are 3 passes
     assert abs(stepped.score(X, y) - model.score(X, y)) < 0.05
 
@@ -217,7 +215,7 @@ def test_cli_dask_trains_on_the_workers(two, a9a, tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["train"]["value"] == pytest.approx(report["test"]["value"], abs=1e-9)
-    assert calopt.load_model(tmp_path / "m.npz").options["cluster"]["workers"] == 2
+    assert calopt.load_model(tmp_path / "m.npz").fit_report.cluster.workers == 2
     table = CliRunner().invoke(app, ["train", str(path), "--measure", "gmean", "--epochs", "2", "--no-progress",
                                      "--dask", two.scheduler.address], terminal_width=200)
     assert table.exit_code == 0, table.output

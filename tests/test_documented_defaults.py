@@ -17,7 +17,7 @@ import typer
 import calopt
 from calopt import registry
 from calopt.sklearn import CaloptClassifier
-from calopt.training import pipeline
+from calopt.training import api
 from calopt_cli.app import app
 
 MEASURES = ("gmean", "f1")  # a concave measure and a pseudo-linear one
@@ -82,6 +82,6 @@ def test_estimator_docstring_states_the_real_defaults(resolved):
 
 
 def test_fit_docstrings_state_the_real_defaults(resolved):
-    assert _named(pipeline.fit.__doc__, DEFAULT, quoted=True) == resolved["binary"], pipeline.fit.__doc__
-    multiclass = pipeline.fit_multiclass.__doc__
+    assert _named(api.fit.__doc__, DEFAULT, quoted=True) == resolved["binary"], api.fit.__doc__
+    multiclass = api.fit_multiclass.__doc__
     assert _named(multiclass, DEFAULT, quoted=True) == resolved["multiclass"], multiclass

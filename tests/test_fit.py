@@ -124,7 +124,7 @@ def test_array_api_strict_backend_gives_the_numpy_model(measure, algorithm):
     strict = calopt.fit(X, y, measure=measure, epochs=3, algorithm=algorithm,
                         backend="array-api-strict")
     np.testing.assert_allclose(strict.coef, ours.coef, rtol=1e-9, atol=1e-12)
-    assert strict.options["backend"] == "array-api-strict"
+    assert strict.fit_report.backend == "array-api-strict"
 
 
 def test_plugin_holds_out_data_for_the_threshold(a9a_small):

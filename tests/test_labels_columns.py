@@ -132,9 +132,8 @@ def test_a_stream_chooses_the_same_positive_class(files):
     frame = fraud_frame()
     chunks = [(frame[FEATURES].to_numpy()[start:start + 100], frame["kind"].to_numpy()[start:start + 100])
               for start in range(0, len(frame), 100)]
-    from calopt.training.stream import fit_stream
 
-    assert fit_stream(chunks, epochs=1).positive == "fraud"
+    assert calopt.fit(chunks, epochs=1).positive == "fraud"
     result = invoke("train", files["train"], "--stream", "--epochs", "1", "--json", "--no-progress")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["positive"] == "fraud"
@@ -332,7 +331,7 @@ def test_a_model_trained_without_a_header_reads_by_position(files, tmp_path):
     model = tmp_path / "bare.npz"
     assert invoke("train", bare_train, "-o", model, *QUICK).exit_code == 0
     loaded = load_model(model)
-    assert loaded.feature_names is None and loaded.options["data"]["feature_names"] is None
+    assert loaded.feature_names is None and loaded.fit_report.data.feature_names is None
     scores = pd.read_csv(files["test"])[FEATURES].to_numpy() @ loaded.coef + loaded.intercept
     assert predictions(model, bare_test) == [loaded.classes[int(s > 0)] for s in scores]
 

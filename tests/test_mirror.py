@@ -254,7 +254,7 @@ def test_aggregate_is_the_theta_weighted_linear_model():
     models, truth = _models()
     X, y = _data(truth)
     model = aggregate(models, X, y, epochs=3, batch_size=16, seed=0, select="none")
-    info = model.options["aggregate"]
+    info = model.fit_report.aggregate
     theta, scales = np.array(info["theta"]), np.array(info["scales"])
     assert info["models"] == ["models[0]", "models[1]", "models[2]"]
     assert np.all(theta >= 0) and theta.sum() == pytest.approx(1.0)  # λ = 1 by default
@@ -293,7 +293,7 @@ def test_aggregate_theta_is_the_mirror_descent_of_the_scaled_scores():
     models, truth = _models()
     X, y = _data(truth, n=100)
     model = aggregate(models, X, y, radius=3.0, epochs=2, batch_size=10, seed=4, select="none")
-    info = model.options["aggregate"]
+    info = model.fit_report.aggregate
     H = np.column_stack([X @ m.coef + m.intercept for m in models])
     H /= np.array(info["scales"])
     _assert_risk_optimal(H, y, info["class_weights"])
@@ -333,8 +333,8 @@ def test_aggregate_without_weighting_uses_the_plain_loss():
     models, truth = _models()
     X, y = _data(truth, n=100)
     model = aggregate(models, X, y, epochs=1, weighting="none")
-    assert model.options["aggregate"]["class_weights"] == [1.0, 1.0]
-    assert model.options["aggregate"]["anchor"] is None
+    assert model.fit_report.aggregate["class_weights"] == [1.0, 1.0]
+    assert model.fit_report.aggregate["anchor"] is None
     with pytest.raises(ParameterError, match="weighting must be 'measure' or 'none', got 'f1'"):
         aggregate(models, X, y, weighting="f1")
 
@@ -344,11 +344,11 @@ def test_aggregate_with_radius_one_is_never_worse_in_risk_than_its_best_model():
     models, truth = _models()
     X, y = _data(truth, n=400)
     model = aggregate(models, X, y, epochs=30, batch_size=8, seed=0, select="none")
-    scales = np.array(model.options["aggregate"]["scales"])
+    scales = np.array(model.fit_report.aggregate["scales"])
     H = np.column_stack([X @ m.coef + m.intercept for m in models]) / scales
-    w = np.where(y > 0, *model.options["aggregate"]["class_weights"][::-1])
+    w = np.where(y > 0, *model.fit_report.aggregate["class_weights"][::-1])
     risk = lambda scores: float(np.mean(w * np.logaddexp(0.0, -y * scores)))
-    theta = np.array(model.options["aggregate"]["theta"])
+    theta = np.array(model.fit_report.aggregate["theta"])
     assert theta.sum() == pytest.approx(1.0)
     assert risk(H @ theta) <= min(risk(h) for h in H.T) + 1e-3
 
@@ -378,7 +378,7 @@ def test_select_compares_out_of_fold_scores_and_keeps_the_mixture_without_confid
     models, truth = _models(seed=3)
     X, y = _data(truth, n=300, seed=5)
     model = aggregate(models, X, y, select="cv:3", seed=2, epochs=2, batch_size=16)
-    report = model.options["aggregate"]["select"]
+    report = model.fit_report.aggregate["select"]
     out_of_fold = np.zeros(y.size)
     for fit_rows, check_rows in StratifiedKFold(3, shuffle=True, random_state=2).split(X, y > 0):
         part = aggregate(models, X[fit_rows], y[fit_rows], select="none", tune_threshold=False, seed=2, epochs=2,
@@ -395,7 +395,7 @@ def test_select_compares_out_of_fold_scores_and_keeps_the_mixture_without_confid
     confidence = win_probability(y, _best_cut_predictions(columns[best], y), _best_cut_predictions(columns[0], y),
                                  calopt.get_measure("fbeta"), seed=2)
     assert report["win_probability"] == pytest.approx(confidence)
-    assert model.options["aggregate"]["chosen"] == (names[best] if confidence >= 0.9 else "mixture")
+    assert model.fit_report.aggregate["chosen"] == (names[best] if confidence >= 0.9 else "mixture")
 
 
 def test_select_keeps_a_model_alone_when_it_dominates():
@@ -411,7 +411,7 @@ def test_select_keeps_a_model_alone_when_it_dominates():
     models = [make(truth, 0.3), make([1.0, -2.0, 0.5, -1.5], 0.3)]
     uniform = "mirror-descent:signed=false,beta0=1000"
     model = aggregate(models, X, y, seed=0, algorithm=uniform)
-    info = model.options["aggregate"]
+    info = model.fit_report.aggregate
     values = {c["candidate"]: c["value"] for c in info["select"]["candidates"]}
     assert info["select"]["rule"] == "cv:5"  # 600 rows, fewer than 500 in the smaller class
     assert values["models[0]"] > values["mixture"] > values["models[1]"]
@@ -420,8 +420,8 @@ def test_select_keeps_a_model_alone_when_it_dominates():
     scores = models[0].decision_function(X)
     assert model.score(X, y) == pytest.approx(_best_f1(scores, y))  # that model at its best cut
     np.testing.assert_array_equal(np.argsort(model.decision_function(X)), np.argsort(scores))
-    assert model.history == [] and model.options["epochs"] == 0
-    kept = aggregate(models, X, y, seed=0, algorithm=uniform, select="none").options["aggregate"]
+    assert model.history == [] and model.fit_report.epochs == 0
+    kept = aggregate(models, X, y, seed=0, algorithm=uniform, select="none").fit_report.aggregate
     np.testing.assert_allclose(kept["theta"], [0.5, 0.5], atol=1e-3)  # what it replaced
 
 
@@ -432,21 +432,21 @@ def test_select_keeps_the_mixture_of_complementary_models():
     y = np.where(X[:, 0] + X[:, 1] + 0.2 * rng.normal(size=1500) > 0.8, 1.0, -1.0)
     halves = [LinearModel(coef=np.eye(2)[j], intercept=0.0, measure="fbeta") for j in range(2)]
     model = aggregate(halves, X, y, seed=0)
-    info = model.options["aggregate"]
+    info = model.fit_report.aggregate
     values = [c["value"] for c in info["select"]["candidates"]]
     assert info["chosen"] == "mixture" and values[0] > max(values[1:]) + 0.05
     assert min(info["theta"]) > 0.3  # both halves count
     # more rows than CV_MINORITY in the smaller class: one stratified held-out part
     big = np.concatenate([X] * 3), np.concatenate([y] * 3)
     assert np.sum(big[1] > 0) >= 500
-    assert aggregate(halves, *big, seed=0, epochs=1).options["aggregate"]["select"]["rule"] == "holdout:0.2"
+    assert aggregate(halves, *big, seed=0, epochs=1).fit_report.aggregate["select"]["rule"] == "holdout:0.2"
 
 
 def test_select_none_is_the_mixture_and_a_bad_rule_is_refused():
     models, truth = _models()
     X, y = _data(truth, n=200)
     chosen = aggregate(models, X, y, seed=1, epochs=2, select="none")
-    assert chosen.options["aggregate"]["select"] is None and chosen.options["aggregate"]["chosen"] == "mixture"
+    assert chosen.fit_report.aggregate["select"] is None and chosen.fit_report.aggregate["chosen"] == "mixture"
     with pytest.raises(ParameterError, match="select='cv:1'"):
         aggregate(models, X, y, select="cv:1")
 
@@ -501,7 +501,7 @@ def test_cli_aggregates_two_models(saved, tmp_path):
     report = json.loads(result.stdout)
     assert [row["model"] for row in report["models"]] == [str(p) for p in paths]
     assert sum(row["theta"] for row in report["models"]) == pytest.approx(5.0)
-    weights = LinearModel.load(out).options["aggregate"]["class_weights"]
+    weights = LinearModel.load(out).fit_report.aggregate["class_weights"]
     assert [report["class_weights"]["negative"], report["class_weights"]["positive"]] == weights
     assert weights[1] > weights[0]  # F1 on a9a (24% positives) weighs a positive more
     model = LinearModel.load(out)
@@ -510,9 +510,9 @@ def test_cli_aggregates_two_models(saved, tmp_path):
     base = [LinearModel.load(p) for p in paths]
     np.testing.assert_allclose(
         model.coef, sum(row["theta"] * m.coef / row["scale"] for row, m in zip(report["models"], base)))
-    assert model.options["aggregate"]["models"] == [str(p) for p in paths]
+    assert model.fit_report.aggregate["models"] == [str(p) for p in paths]
     # 2000 rows, fewer than 500 positives: chosen by 5-fold cross-fitting, as the model file says
-    assert report["select"]["rule"] == "cv:5" and report["select"] == model.options["aggregate"]["select"]
+    assert report["select"]["rule"] == "cv:5" and report["select"] == model.fit_report.aggregate["select"]
     values = {c["candidate"]: c["value"] for c in report["select"]["candidates"]}
     assert set(values) == {*map(str, paths), "mixture"}
     sure = report["select"]["win_probability"] >= 0.9
@@ -522,7 +522,7 @@ def test_cli_aggregates_two_models(saved, tmp_path):
     assert table.exit_code == 0, table.output
     assert "aggregate" in table.stdout and "a9a:train" in table.stdout
     assert "chosen on held-out rows (holdout:0.2)" in table.stdout  # a9a: more than 500 positives
-    saved = LinearModel.load(tmp_path / "agg2.npz").options["aggregate"]["class_weights"]
+    saved = LinearModel.load(tmp_path / "agg2.npz").fit_report.aggregate["class_weights"]
     assert f"loss weights for fbeta: positives {saved[1]:.3g}, negatives {saved[0]:.3g}" in table.stdout
 
 

@@ -14,6 +14,7 @@ import calopt
 from calopt.errors import DataError, ModelFileError
 from calopt.models.linear import LinearModel, load_model
 from calopt.models.linear import MulticlassModel
+from calopt.models.report import FitReport
 from calopt_cli.app import app
 
 runner = CliRunner()
@@ -32,7 +33,7 @@ def _random_model(d=4, classes=("a", "b", "c", "d", "e"), seed=1):
     rng = np.random.default_rng(seed)
     return MulticlassModel(coef=rng.normal(size=(d, len(classes))), intercept=rng.normal(size=len(classes)),
                            classes=tuple(classes), measure="f1", algorithm="slnd", loss="calibrated-hinge",
-                           scale=np.ones(d), options={"epochs": 3, "rank": 2},
+                           scale=np.ones(d), fit_report=FitReport(epochs=3, rank=2),
                            history=[{"epoch": 1, "seconds": 0.5, "train": 0.4}], fit_seconds=0.5)
 
 
@@ -127,8 +128,8 @@ def test_model_file_round_trip(tmp_path, classes):
     np.testing.assert_array_equal(loaded.coef, model.coef)
     np.testing.assert_array_equal(loaded.intercept, model.intercept)
     assert loaded.classes == model.classes
-    assert (loaded.algorithm, loaded.loss, loaded.measure, loaded.options) == (
-        model.algorithm, model.loss, model.measure, model.options)
+    assert (loaded.algorithm, loaded.loss, loaded.measure, loaded.fit_report) == (
+        model.algorithm, model.loss, model.measure, model.fit_report)
     assert loaded.history == [{"epoch": 1, "train": 0.4}]  # timings stay out of the file
     X, _ = _blobs(50, 4, 5)
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
@@ -279,7 +280,7 @@ def test_multiclass_only_algorithms_match_numpy_on_every_backend(name, backend):
     X_in = backend.asarray(X)
     reference = calopt.fit(X, labels, algorithm=name, epochs=4, batch_size=16, select="none")
     model = calopt.fit(X_in, labels, algorithm=name, epochs=4, batch_size=16, select="none")
-    assert model.options["backend"] == backend.backend.name
+    assert model.fit_report.backend == backend.backend.name
     np.testing.assert_allclose(model.coef, reference.coef, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(model.intercept, reference.intercept, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(model.predict(X), reference.predict(X))

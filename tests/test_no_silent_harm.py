@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 import calopt
 from calopt.models.archive import atomic_write
+from calopt.models.report import DataReading
 from calopt_cli.app import app
 
 runner = CliRunner()
@@ -333,8 +334,8 @@ def test_test_files_are_read_with_the_training_files_index_base(tmp_path):
     assert out["test"]["value"] > 0.85  # shifted by a column it was about 0.3
     evaluated = json.loads(runner.invoke(app, ["evaluate", str(model), str(test), "--json"]).stdout)
     assert evaluated["measures"][0]["value"] == pytest.approx(out["test"]["value"])
-    saved = calopt.load_model(model).options["data"]
-    assert saved == {"format": "libsvm", "zero_based": True, "n_features": 5}
+    saved = calopt.load_model(model).fit_report.data
+    assert saved == DataReading(format="libsvm", zero_based=True, n_features=5)
     predicted = runner.invoke(app, ["predict", str(model), str(test)]).stdout.split()
     truth = [line.split()[0] for line in test.read_text().splitlines()]
     f1 = 2 * sum(p == t == "1" for p, t in zip(predicted, truth)) / (predicted.count("1") + truth.count("1"))

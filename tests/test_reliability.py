@@ -786,7 +786,7 @@ def test_a_selection_keeps_the_candidates_that_stay_finite():
     X, y = _imbalanced()
     model = calopt.fit(X, y, measure="gmean", algorithm=_MaybeOverflowing(), loss="hinge", select="cv:3",
                        max_epochs=4)
-    report = {c["algorithm"]: c for c in model.options["selection"]["candidates"]}
+    report = {c["algorithm"]: c for c in model.fit_report.selection["candidates"]}
     assert report["maybe-overflowing"]["diverged"] == 1 and report["maybe-overflowing"]["value"] == -math.inf
     assert "diverged" not in report["maybe-overflowing:overflow=false"]
     assert model.algorithm == "maybe-overflowing:overflow=false" and np.all(np.isfinite(model.coef))
@@ -816,7 +816,7 @@ def test_a_cli_run_diverging_later_keeps_its_last_finite_epoch_and_exits_3(tmp_p
         "calopt: warning: diverged in epoch 3: non-finite weights; kept epoch 2; exit code 3"]
     assert "diverged" in result.stdout
     saved = LinearModel.load(model)
-    assert saved.status == NONFINITE and saved.options["epochs"] == 2 and np.all(np.isfinite(saved.coef))
+    assert saved.status == NONFINITE and saved.fit_report.epochs == 2 and np.all(np.isfinite(saved.coef))
 
 
 def test_ctrl_c_while_the_cli_imports_is_one_line(monkeypatch, capsys):

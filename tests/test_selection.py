@@ -100,7 +100,7 @@ def test_stacked_candidates_equal_separate_runs(monkeypatch, name, measure):
     stacked = calopt.fit(X, y, **options)
     monkeypatch.setattr(type(registry.get_algorithm(name)), "stackable", False)
     separate = calopt.fit(X, y, **options)
-    got, want = separate.options["selection"], stacked.options["selection"]
+    got, want = separate.fit_report.selection, stacked.fit_report.selection
     assert [c["algorithm"] for c in got["candidates"]] == [c["algorithm"] for c in want["candidates"]]
     np.testing.assert_allclose([c["value"] for c in got["candidates"]], [c["value"] for c in want["candidates"]],
                                rtol=1e-9)
@@ -129,7 +129,7 @@ def test_the_held_out_value_is_f1_of_the_out_of_fold_scores(rule):
     s, t = scores[held], y[held]
     cuts = np.concatenate([[s.max() + 1], np.unique(s) - 1e-9])
     best = max(f1_score(t, np.where(s > c, 1.0, -1.0), zero_division=0) for c in cuts)
-    assert model.options["selection"]["value"] == pytest.approx(best, abs=1e-12)
+    assert model.fit_report.selection["value"] == pytest.approx(best, abs=1e-12)
     # the model is the refit on every row, with the chosen settings and passes
     refit = calopt.fit(X, y, algorithm=f"lbfgs:C={C}", select="none", epochs=epochs, scale=False,
                        tune_threshold=False)
@@ -202,7 +202,7 @@ def test_with_few_positives_the_threshold_comes_from_every_row_held_out_once():
     X, y = _data(n=400, rate=0.03, seed=11, noise=0.3)
     assert np.sum(y > 0) == 12
     model = calopt.fit(X, y, measure="f1", algorithm="lbfgs", max_epochs=10, seed=0)
-    chosen = model.options["selection"]
+    chosen = model.fit_report.selection
     assert chosen["rule"] == "cv:5"
     share = np.mean(model.decision_function(X) > 0)
     assert abs(share - chosen["positive_share"]) <= 1 / 400
@@ -212,11 +212,11 @@ def test_with_few_positives_the_threshold_comes_from_every_row_held_out_once():
 def test_training_stops_when_no_candidate_improved_for_patience_passes():
     X, y = _data(n=300, seed=8)
     model = calopt.fit(X, y, measure="f1", algorithm="stamp", patience=3, max_epochs=60, seed=1)
-    chosen = model.options["selection"]
+    chosen = model.fit_report.selection
     assert model.status == CONVERGED
     best = max(chosen["candidates"], key=lambda c: c["value"])  # the best value over every candidate
     assert chosen["epochs_run"] == best["epoch"] + 3 and chosen["value"] == best["value"]
-    assert model.options["epochs"] == chosen["epochs"] <= chosen["epochs_run"] < 60
+    assert model.fit_report.epochs == chosen["epochs"] <= chosen["epochs_run"] < 60
     assert [row["epoch"] for row in model.history] == list(range(1, chosen["epochs_run"] + 1))
     # the history's held-out value is the best so far: it never decreases
     validation = [row["validation"] for row in model.history]
@@ -230,7 +230,7 @@ def test_a_selection_may_choose_the_constant_model_on_held_out_evidence():
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(600, 4)), np.where(rng.random(600) < 0.03, 1.0, -1.0)
     model = calopt.fit(X, y, measure="gower-legendre", algorithm="lbfgs", patience=2, max_epochs=6)
-    chosen = model.options["selection"]
+    chosen = model.fit_report.selection
     assert model.status == 0 and np.all(model.predict(X) == -1)
     assert chosen["positive_share"] == 0 and chosen["epochs"] == chosen["epochs_run"]
     negatives = np.mean(y < 0)
@@ -240,14 +240,14 @@ def test_a_selection_may_choose_the_constant_model_on_held_out_evidence():
 def test_max_epochs_caps_a_run_that_keeps_improving():
     X, y = _data(n=300, seed=8)
     model = calopt.fit(X, y, measure="f1", algorithm="stamp", patience=100, max_epochs=5, seed=1)
-    assert model.status == MAXITER and model.options["selection"]["epochs_run"] == 5
+    assert model.status == MAXITER and model.fit_report.selection["epochs_run"] == 5
 
 
 def test_epochs_force_the_passes_and_the_settings_are_still_chosen():
     X, y = _data(n=300, seed=8)
     model = calopt.fit(X, y, measure="gmean", algorithm="spade", epochs=4, seed=1)
-    chosen = model.options["selection"]
-    assert chosen["epochs"] == chosen["epochs_run"] == model.options["epochs"] == 4
+    chosen = model.fit_report.selection
+    assert chosen["epochs"] == chosen["epochs_run"] == model.fit_report.epochs == 4
     assert all(c["epoch"] == 4 for c in chosen["candidates"])  # each candidate's value at pass 4
     assert len(chosen["candidates"]) == 6 and model.algorithm == chosen["algorithm"]
     assert len(model.history) == 4
@@ -256,15 +256,15 @@ def test_epochs_force_the_passes_and_the_settings_are_still_chosen():
 def test_given_settings_are_not_searched():
     X, y = _data(n=300, seed=8)
     model = calopt.fit(X, y, measure="gmean", algorithm="spade:step=10", epochs=2, seed=1)
-    assert [c["algorithm"] for c in model.options["selection"]["candidates"]] == [
+    assert [c["algorithm"] for c in model.fit_report.selection["candidates"]] == [
         "spade:step=10.0", "spade:step=10.0,radius=1.0"]
 
 
 def test_select_none_is_the_one_pass_trial_and_ten_passes():
     X, y = _data(n=300, seed=8)
     model = calopt.fit(X, y, measure="f1", select="none", seed=1)
-    assert "selection" not in model.options and model.options["select"] == "none"
-    assert model.options["epochs"] == 10 and len(model.history) == 10
+    assert model.fit_report.selection is None and model.fit_report.select == "none"
+    assert model.fit_report.epochs == 10 and len(model.history) == 10
 
 
 def test_an_algorithm_with_its_own_reader_is_not_cross_fitted():
@@ -272,8 +272,8 @@ def test_an_algorithm_with_its_own_reader_is_not_cross_fitted():
     rule an error."""
     X, y = _data(n=300, seed=8)
     model = calopt.fit(X, y, algorithm="slnd", measure="f1")
-    assert "selection" not in model.options and model.options["select"] == "none"
-    assert model.options["epochs"] == 10
+    assert model.fit_report.selection is None and model.fit_report.select == "none"
+    assert model.fit_report.epochs == 10
     with pytest.raises(ParameterError, match="select=cv:5: algorithm 'slnd' trains on a reader of its own"):
         calopt.fit(X, y, algorithm="slnd", select="cv:5")
 
@@ -282,7 +282,7 @@ def test_an_algorithm_with_its_own_reader_is_not_cross_fitted():
 def test_auto_compares_the_measures_solver_with_the_plug_in_route_on_the_same_folds():
     X, y = _data(n=300, seed=9)
     model = calopt.fit(X, y, measure="gmean", algorithm="auto", max_epochs=8, seed=0)
-    chosen = model.options["selection"]
+    chosen = model.fit_report.selection
     own, route = chosen["compared"]
     assert own["algorithm"].startswith("spade") and route["algorithm"].startswith("lbfgs")
     assert model.algorithm in (own["algorithm"], route["algorithm"])
@@ -335,8 +335,8 @@ def test_an_interrupted_selection_resumes_to_the_same_model(tmp_path):
     resumed = calopt.fit(X, y, **options, resume=path)
     np.testing.assert_array_equal(resumed.coef, reference.coef)
     assert resumed.intercept == reference.intercept and resumed.algorithm == reference.algorithm
-    assert resumed.options["selection"] == reference.options["selection"]
-    assert math.isfinite(resumed.options["selection"]["value"])
+    assert resumed.fit_report.selection == reference.fit_report.selection
+    assert math.isfinite(resumed.fit_report.selection["value"])
 
 
 def test_ties_of_the_held_out_value_go_to_the_later_pass():
@@ -349,7 +349,7 @@ def test_ties_of_the_held_out_value_go_to_the_later_pass():
     y = np.where(np.arange(300) < 12, 1.0, -1.0)
     X[y > 0, 0] += 6.0
     model = calopt.fit(X, y, measure="min", algorithm="lbfgs:C=1", patience=4, max_epochs=40)
-    chosen = model.options["selection"]
+    chosen = model.fit_report.selection
     assert chosen["rule"] == "cv:5" and chosen["value"] == 1.0 and len(chosen["candidates"]) == 1
     reached = min(row["epoch"] for row in model.history if row["validation"] == 1.0)
     assert chosen["epochs_run"] == reached + 4 == len(model.history)
@@ -365,7 +365,7 @@ def test_ties_between_candidates_go_to_the_algorithms_own_setting():
     y = np.where(np.arange(300) < 12, 1.0, -1.0)
     X[y > 0, 0] += 6.0
     model = calopt.fit(X, y, measure="min", patience=4, max_epochs=40)
-    chosen = model.options["selection"]
+    chosen = model.fit_report.selection
     assert [c["value"] for c in chosen["candidates"]] == [1.0, 1.0, 1.0]
     assert chosen["algorithm"] == "lbfgs"
 
@@ -451,7 +451,7 @@ def test_a_model_that_fits_its_training_rows_keeps_the_held_out_rate_on_new_rows
     X, y = draw(1500)
     X_new, y_new = draw(5000)
     model = calopt.fit(X, y, measure="f1", seed=0)
-    assert model.options["selection"]["rule"] == "cv:5"
+    assert model.fit_report.selection["rule"] == "cv:5"
     predicted = np.asarray(model.predict(X_new)) > 0
     assert np.mean(predicted) > 0.7 * np.mean(y_new > 0)
     assert f1_score(y_new > 0, predicted) > 0.75

@@ -46,6 +46,7 @@ from sklearn.utils.metaestimators import available_if
 
 import calopt
 from calopt import datasets, registry
+from calopt.models.report import PartialFitReport
 from calopt.registry import plugin_manager
 from calopt.sklearn import CaloptClassifier, make_scorer, measure_score
 
@@ -170,7 +171,7 @@ def test_fit_is_calopt_fit(measure, algorithm):
     np.testing.assert_array_equal(estimator.predict(X), model.predict(X))
     assert estimator.coef_.shape == (1, 8) and estimator.intercept_.shape == (1,)
     assert estimator.model_.algorithm == model.algorithm
-    assert estimator.n_iter_ == model.options["epochs"] >= 1
+    assert estimator.n_iter_ == model.fit_report.epochs >= 1
 
 
 def test_multiclass_is_one_vs_rest_as_calopt_fit():
@@ -221,7 +222,7 @@ def test_float32_input_trains_in_float32():
     estimator = CaloptClassifier("gmean", random_state=0).fit(X.astype(np.float32), y)
     assert estimator.coef_.dtype == np.float32 and estimator.intercept_.dtype == np.float32
     assert estimator.decision_function(X.astype(np.float32)).dtype == np.float32
-    assert estimator.model_.options["dtype"] == "float32"
+    assert estimator.model_.fit_report.dtype == "float32"
     reference = CaloptClassifier("gmean", random_state=0).fit(X, y)
     assert np.mean(estimator.predict(X) == reference.predict(X)) > 0.97
 
@@ -256,7 +257,7 @@ def test_random_state():
     again = CaloptClassifier(random_state=5).fit(X, y)
     np.testing.assert_array_equal(first.coef_, again.coef_)
     drawn = CaloptClassifier(random_state=np.random.RandomState(5)).fit(X, y)
-    assert drawn.model_.options["seed"] == np.random.RandomState(5).randint(np.iinfo(np.int32).max)
+    assert drawn.model_.fit_report.seed == np.random.RandomState(5).randint(np.iinfo(np.int32).max)
 
 
 def test_errors_are_scikit_learn_value_errors():
@@ -285,6 +286,29 @@ def test_integer_weights_equal_repeated_rows_for_gd(classes):
     np.testing.assert_allclose(weighted.decision_function(X), repeated.decision_function(X), rtol=1e-9, atol=1e-9)
     unweighted = CaloptClassifier(algorithm="gd", epochs=30, select="none", random_state=0).fit(X, y)
     assert not np.allclose(unweighted.decision_function(X), weighted.decision_function(X))
+
+
+def test_the_estimator_and_calopt_fit_give_one_weighted_one_vs_rest_model():
+    """One class at a time with sample weights: calopt.fit and the estimator train the same model,
+    each class's scores divided by their weighted spread (they have weighted standard deviation 1 on
+    the training rows; unweighted, they would not), and integer weights equal repeated rows there."""
+    X, y = make_classification(n_samples=90, n_features=5, n_informative=4, n_redundant=0, n_classes=3,
+                               random_state=2)
+    weights = np.random.default_rng(4).integers(1, 5, y.size).astype(float)
+    options = dict(algorithm="gd", epochs=20, select="none")
+    model = calopt.fit(X, y, **options, seed=0, sample_weight=weights)
+    estimator = CaloptClassifier(**options, random_state=0).fit(X, y, sample_weight=weights)
+    assert model.fit_report.one_vs_rest == "per class"
+    np.testing.assert_array_equal(estimator.model_.coef, model.coef)
+    np.testing.assert_array_equal(estimator.model_.intercept, model.intercept)
+    assert estimator.model_.fit_report.score_spreads == model.fit_report.score_spreads
+    scores = np.asarray(model.decision_function(X))
+    mean = weights @ scores / weights.sum()
+    np.testing.assert_allclose(np.sqrt(weights @ (scores - mean) ** 2 / weights.sum()), 1.0, rtol=1e-9)
+    assert not np.allclose(scores.std(axis=0), 1.0, rtol=1e-3)
+    repeated = calopt.fit(np.repeat(X, weights.astype(int), axis=0), np.repeat(y, weights.astype(int)), **options,
+                          seed=0)
+    np.testing.assert_allclose(model.fit_report.score_spreads, repeated.fit_report.score_spreads, rtol=1e-9)
 
 
 # -- pos_label, class_weight, C, predict_proba -------------------------------------------------
@@ -454,7 +478,7 @@ def test_partial_fit_keeps_the_solver_state_across_calls():
     model = calopt.fit(X, y, algorithm="gd", epochs=7, scale=False, tune_threshold=False, seed=0)
     np.testing.assert_allclose(estimator.coef_[0], model.coef, rtol=1e-9)
     np.testing.assert_allclose(estimator.intercept_[0], model.intercept, rtol=1e-9)
-    assert estimator.n_iter_ == 7 and estimator.model_.options["partial_fit"] == {"calls": 7, "rows": 7 * y.size}
+    assert estimator.n_iter_ == 7 and estimator.model_.fit_report.partial_fit == PartialFitReport(calls=7, rows=7 * y.size)
 
 
 def test_partial_fit_on_a_stream_of_mini_batches_reaches_what_fit_reaches():
@@ -561,7 +585,7 @@ def test_torch_inputs_train_and_predict_on_torch():
         predictions = estimator.predict(torch.asarray(X))
     assert isinstance(estimator.coef_, torch.Tensor) and isinstance(scores, torch.Tensor)
     assert isinstance(predictions, torch.Tensor) and predictions.dtype == torch.int64
-    assert estimator.model_.options["backend"] == "torch"
+    assert estimator.model_.fit_report.backend == "torch"
     on_numpy = CaloptClassifier("gmean", random_state=0).fit(X, y)
     # the same run to rounding: scores of order 1 agree to 1e-6 (torch and NumPy sum in different orders,
     # and L-BFGS's later passes carry that difference along)

@@ -270,7 +270,7 @@ def test_slnd_beats_chance_by_far_on_letter_sized_data():
     X, labels = _blobs(20_000, 16, 26, seed=14, spread=2.2)
     train, test = slice(0, 14_000), slice(14_000, None)
     model = calopt.fit_multiclass(X[train], labels[train], algorithm="slnd", eval_set=(X[test], labels[test]))
-    assert model.options["rank"] == 17
+    assert model.fit_report.rank == 17
     top1 = model.top_k_accuracy(X[test], labels[test], 1)
     assert top1 > 0.6
     assert model.top_k_accuracy(X[test], labels[test], 5) > top1

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 import calopt
 from calopt.errors import DataError, ParameterError
 from calopt.io.files import read_data
+from calopt.models.report import DataReading
 from calopt.io.stream import (
     StreamReader,
     _stack,
@@ -29,7 +30,6 @@ from calopt.io.stream import (
     widen,
 )
 from calopt.sklearn import CaloptClassifier
-from calopt.training.stream import fit_stream
 
 runner = CliRunner()
 SMALL = 2048  # bytes of text a chunk: every test file here is read in many parts
@@ -209,7 +209,7 @@ def test_one_chunk_trains_the_in_memory_model():
         streamed = calopt.fit([(X, y)], measure=measure, algorithm=algorithm, epochs=3)
         np.testing.assert_array_equal(streamed.coef, memory.coef)
         assert streamed.intercept == memory.intercept and streamed.threshold == memory.threshold
-        assert streamed.options["stream"]["parts"] == 1
+        assert streamed.fit_report.stream.parts == 1
 
 
 def test_many_chunks_train_a_model_as_good(tmp_path):
@@ -217,8 +217,8 @@ def test_many_chunks_train_a_model_as_good(tmp_path):
     path = tmp_path / "d.svm"
     dump_svmlight_file(X, y, str(path))
     memory = calopt.fit(X, y, measure="gmean", algorithm="spade", select="none", epochs=5)
-    streamed = fit_stream(open_stream(path, chunk_bytes=20_000), measure="gmean", epochs=5, buffer_rows=500)
-    assert streamed.options["stream"]["parts"] > 5
+    streamed = calopt.fit(open_stream(path, chunk_bytes=20_000), measure="gmean", epochs=5, buffer_rows=500)
+    assert streamed.fit_report.stream.parts > 5
     value = streamed.evaluate(X, y)[0]["value"]
     assert value > memory.evaluate(X, y)[0]["value"] - 0.03
     assert streamed.history[-1]["train"] == pytest.approx(value)
@@ -324,7 +324,7 @@ def test_cli_convert_then_train_streams(files):
     report = json.loads(result.stdout)
     assert report["stream"]["rows"] == 1000 and report["test"]["value"] > 0.6
     model = calopt.load_model(files / "m.npz")
-    assert model.options["data"] == {"format": "libsvm", "zero_based": False, "n_features": 8}
+    assert model.fit_report.data == DataReading(format="libsvm", zero_based=False, n_features=8)
     text = runner.invoke(app, ["train", str(files / "train.svm"), "--stream", "--epochs", "3", "--json",
                                "--measure", "gmean"])
     assert text.exit_code == 0, text.output
@@ -360,7 +360,7 @@ def test_the_manual_s_streaming_example_runs():
     assert len(blocks) == 1
     namespace: dict = {}
     exec(blocks[0], namespace)
-    assert namespace["model"].options["stream"]["parts"] == 4
+    assert namespace["model"].fit_report.stream.parts == 4
 
 
 def test_the_survey_sample_is_the_seeded_bottom_k():
@@ -379,10 +379,10 @@ def test_a_long_stream_tunes_the_threshold_on_a_seeded_sample(monkeypatch):
     import calopt.training.stream as streaming
 
     X, y = _data(2000)
-    everything = fit_stream([(X, y)], measure="gmean", epochs=2)
+    everything = calopt.fit([(X, y)], measure="gmean", epochs=2)
     monkeypatch.setattr(streaming, "THRESHOLD_ROWS", 500)
-    sampled = fit_stream([(X, y)], measure="gmean", epochs=2)
-    again = fit_stream([(X, y)], measure="gmean", epochs=2)
+    sampled = calopt.fit([(X, y)], measure="gmean", epochs=2)
+    again = calopt.fit([(X, y)], measure="gmean", epochs=2)
     np.testing.assert_array_equal(sampled.coef, everything.coef)  # the same weights, another cut
     assert sampled.threshold != everything.threshold and sampled.threshold == again.threshold
 
@@ -485,8 +485,8 @@ def test_the_sampled_threshold_is_the_brute_force_best_on_the_sample(monkeypatch
     monkeypatch.setattr(streaming, "THRESHOLD_ROWS", 300)
     X, y = _data(2000)
     chunks = [(X[i:i + 250], y[i:i + 250]) for i in range(0, 2000, 250)]
-    model = fit_stream(chunks, measure="gmean", epochs=2, seed=4)
-    assert model.options["stream"]["threshold_rows"] == 300
+    model = calopt.fit(chunks, measure="gmean", epochs=2, seed=4)
+    assert model.fit_report.stream.threshold_rows == 300
     rows = np.sort(np.argsort(np.random.default_rng([4, 7]).random(2000))[:300])
     scores = X[rows] @ model.coef + model.intercept + model.threshold  # before the threshold
     labels = y[rows]
@@ -523,15 +523,15 @@ def test_memory_mapped_arrays_get_the_exact_cut_of_every_row(tmp_path, monkeypat
     monkeypatch.setattr(streaming, "WINDOW_SHARE", 0.5)  # wide enough for 300 sampled rows
     X, y = _data(3000)
     source = open_stream(_npy_directory(tmp_path / "d", X.astype(np.float32), y), part_rows=256)
-    model = fit_stream(source, measure="gmean", epochs=2, seed=1)
-    assert model.options["stream"]["exact_threshold"] and model.options["stream"]["passes"] == 4
+    model = calopt.fit(source, measure="gmean", epochs=2, seed=1)
+    assert model.fit_report.stream.exact_threshold and model.fit_report.stream.passes == 4
     X64 = X.astype(np.float32).astype(np.float64)
     scores = X64 @ model.coef + model.intercept + model.threshold  # every row, before the threshold
     cut, best = best_cut(scores, np.where(y > 0, 1.0, -1.0), calopt.registry.get_measure("gmean"))
     assert model.threshold == pytest.approx(float(cut), rel=1e-9)
     assert model.history[-1]["train"] == pytest.approx(float(best), abs=1e-12)
-    sampled = fit_stream([(X64, y)], measure="gmean", epochs=2, seed=1)  # chunks: the sample's cut
-    assert not sampled.options["stream"]["exact_threshold"]
+    sampled = calopt.fit([(X64, y)], measure="gmean", epochs=2, seed=1)  # chunks: the sample's cut
+    assert not sampled.fit_report.stream.exact_threshold
 
 
 def test_the_exact_cut_gives_up_at_the_edge_of_its_window(tmp_path):

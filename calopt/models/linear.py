@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,6 +29,7 @@ from calopt.io.labels import encode_among, encode_like, json_label, label_text
 from calopt.measures import confusion_counts, safe_divide
 from calopt.models.archive import load_archive, read_format, save_archive, saved_history
 from calopt.models.export import to_sklearn
+from calopt.models.report import FitReport
 
 __all__ = ["LinearModel", "Model", "MulticlassModel", "linear_scores", "load_model"]
 
@@ -52,10 +56,10 @@ def linear_scores(X: Any, coef: np.ndarray, intercept: Any) -> Any:
 class Model:
     """What every fitted calopt model has: weights, classes, how it was trained, its history.
 
-    ``options`` holds the fit options; the command line adds ``options["data"]``, how the
-    training file was read (``format``, ``zero_based``: the LIBSVM index base, and
-    ``n_features``), so that test files are read the same way. Files without it (older
-    ones, or models saved from Python) are read with each file's own base.
+    ``fit_report`` (:class:`~calopt.models.report.FitReport`) says how it was trained; the command
+    line adds ``fit_report.data``, how the training file was read (``format``, ``zero_based``: the
+    LIBSVM index base, and ``n_features``), so that test files are read the same way. Files
+    without it (older ones, or models saved from Python) are read with each file's own base.
 
     ``history`` has one row per epoch; ``status`` is the training loop's (0 converged,
     1 the epoch budget, 2 stopped by a callback, −1 diverged) and ``message`` says it
@@ -70,7 +74,7 @@ class Model:
     algorithm: str = ""
     loss: str = ""
     scale: np.ndarray | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    fit_report: FitReport = field(default_factory=FitReport)
     history: list[dict[str, float]] = field(default_factory=list)
     fit_seconds: float = 0.0
     status: int = 0
@@ -84,6 +88,15 @@ class Model:
     @property
     def n_features(self) -> int:
         return int(self.coef.shape[0])
+
+    @property
+    def options(self) -> Mapping[str, Any]:
+        """Deprecated: a read-only view of :attr:`fit_report` as the dict it replaced
+        (``fit_report.to_json()``, what the model file holds), kept for one release so that code
+        reading ``model.options[...]`` keeps working; read the report's typed fields instead."""
+        warnings.warn("model.options is deprecated: read the typed model.fit_report (a FitReport) instead",
+                      DeprecationWarning, stacklevel=2)
+        return MappingProxyType(self.fit_report.to_json())
 
     @property
     def positive(self) -> Any:
@@ -114,7 +127,8 @@ class Model:
     def feature_names(self) -> list[str] | None:
         """The features' names, in the order of ``coef``, when the training data named them
         (a CSV header, a DataFrame's columns); None: the features are matched by position."""
-        return self.options.get("data", {}).get("feature_names")
+        names = self.fit_report.feature_names
+        return None if names is None else list(names)
 
     def score(self, X: Any, y: Any, measure: Any = None) -> float:
         """The measure (default: the one trained for) on (X, y); the macro average one-vs-rest."""
@@ -144,7 +158,7 @@ class Model:
             "measure": self.measure,
             "algorithm": self.algorithm,
             "loss": self.loss,
-            "options": self.options,
+            "options": self.fit_report.to_json(),
             "history": saved_history(self.history),
             "status": self.status,
             "message": self.message,
@@ -195,20 +209,7 @@ class Model:
                                  f"not {_shown(classes)}")
         for key in ("measure", "algorithm", "loss", "message", "calopt_version"):
             _check(isinstance(metadata[key], str), f"{key} must be a string, not {_shown(metadata[key])}")
-        _check(isinstance(metadata["options"], dict), f"options must be an object, not {_shown(metadata['options'])}")
-        data = metadata["options"].get("data", {})
-        _check(isinstance(data, dict) and (data.get("zero_based") is None or type(data["zero_based"]) is bool)
-               and isinstance(data.get("format", ""), str),
-               f"options.data must say how the training data were read, not {_shown(data)}")
-        names, label = data.get("feature_names"), data.get("label_column")
-        _check(names is None or (isinstance(names, list) and len(names) == coef.shape[0] and
-                                 all(isinstance(n, str) for n in names) and len(set(names)) == len(names)),
-               f"options.data.feature_names must be {coef.shape[0]} distinct names, not {_shown(names)}")
-        _check(label is None or isinstance(label, str),
-               f"options.data.label_column must be a name, not {_shown(label)}")
-        index = data.get("label_index")
-        _check(index is None or (type(index) is int and 0 <= index <= coef.shape[0]),
-               f"options.data.label_index must be a column number, not {_shown(index)}")
+        report = FitReport.from_json(metadata["options"], width=int(coef.shape[0]))
         history = metadata["history"]
         _check(isinstance(history, list) and all(isinstance(row, dict) for row in history),
                f"history must be a list of objects, not {_shown(history)}")
@@ -219,7 +220,7 @@ class Model:
         _check(_is_number(fit_seconds), f"fit_seconds must be a number, not {_shown(fit_seconds)}")
         return dict(
             coef=coef, classes=tuple(classes), measure=metadata["measure"], algorithm=metadata["algorithm"],
-            loss=metadata["loss"], scale=scale, options=metadata["options"], history=history,
+            loss=metadata["loss"], scale=scale, fit_report=report, history=history,
             fit_seconds=float(fit_seconds), status=status, message=metadata["message"],
             version=metadata["calopt_version"],
         )

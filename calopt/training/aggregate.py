@@ -42,16 +42,16 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from calopt import registry
-from calopt.algorithms import Problem
 from calopt.backends import get_backend, to_numpy
 from calopt.errors import DataError, ModelFileError, ParameterError
 from calopt.io.labels import encode_like
 from calopt.losses import Loss
 from calopt.measures import Measure
 from calopt.models.linear import LinearModel
+from calopt.models.report import FitReport
 from calopt.training.loop import CONVERGED
 from calopt.training.pipeline import BinaryTask, Trained, prepare, train
+from calopt.training.plan import Budget, Components, FitPlan, check_count
 from calopt.training.selection import (
     CONFIDENCE,
     Rule,
@@ -62,7 +62,6 @@ from calopt.training.selection import (
     win_probability,
 )
 from calopt.training.threshold import best_threshold
-from calopt.version import __version__
 
 __all__ = ["BATCH_SIZE", "RADIUS", "AggregationTask", "Mixture", "aggregate", "fit_mixture", "load_models",
            "measure_weights", "risk_slope", "select_candidate"]
@@ -197,12 +196,12 @@ class Mixture:
         return self.theta / self.scales
 
 
-def fit_mixture(scores: np.ndarray, y_pm: np.ndarray, *, measure: Measure, loss: Loss, algorithm: Any,
-                epochs: int, batch_size: int, seed: int, weighting: str, tune_threshold: bool,
-                started: float | None = None, vertex: int | None = None) -> Mixture:
+def fit_mixture(scores: np.ndarray, y_pm: np.ndarray, plan: FitPlan, *, algorithm: Any, weighting: str,
+                tune_threshold: bool, started: float | None = None, vertex: int | None = None) -> Mixture:
     """θ̂ for the base scores ``scores`` (n × M) and labels ±1: the scales and class weights from these
-    rows, then mirror descent over the scaled scores (the training pipeline); with ``vertex`` = i,
-    no run: θ = λ·e_i, model i alone at its scale."""
+    rows, then ``algorithm`` (mirror descent) over the scaled scores (the training pipeline, with the
+    plan's budget and seed); with ``vertex`` = i, no run: θ = λ·e_i, model i alone at its scale."""
+    measure, loss = plan.measure, plan.components.loss
     scales = np.max(np.abs(scores), axis=0)
     scales[~(scales > 0) | ~np.isfinite(scales)] = 1.0
     if weighting == "measure":
@@ -220,17 +219,17 @@ def fit_mixture(scores: np.ndarray, y_pm: np.ndarray, *, measure: Measure, loss:
     predictions = scores / scales  # H(x): each model at its φ-risk-optimal scale
     backend = get_backend("numpy")
     data = prepare(predictions, y_pm, backend, scale=False, weight=row_weights)
-    problem = Problem(backend.xp, backend.dtype, backend.device, int(y_pm.size), scores.shape[1],
-                      float(np.mean(y_pm > 0)), measure, loss, batch_size, epochs,
-                      max_weight=max(positive_weight, negative_weight))
+    problem = plan.problem(backend, y_pm.size, scores.shape[1], float(np.mean(y_pm > 0)),
+                           batch_size=plan.budget.batch_size, epochs=plan.budget.epochs,
+                           max_weight=max(positive_weight, negative_weight))
     task = AggregationTask(data.X, data.y, data.rows_weight(), measure, loss, tune_threshold, backend.xp)
-    trained = train(data, algorithm, problem, task, seed=seed, run_options={}, started=started)
+    trained = train(data, algorithm, problem, task, seed=plan.seed, run_options={}, started=started)
     return Mixture(np.asarray(trained.w, dtype=np.float64), scales, (negative_weight, positive_weight), anchor,
                    trained)
 
 
 def select_candidate(scores: np.ndarray, y_pm: np.ndarray, candidates: list[tuple[str, Any, int | None]],
-                     rule: Rule, *, measure: Measure, seed: int, **fit: Any) -> tuple[int, list[float], float]:
+                     rule: Rule, plan: FitPlan, *, weighting: str) -> tuple[int, list[float], float]:
     """The chosen candidate's index, every candidate's held-out value, and how sure the choice is.
 
     ``candidates[0]`` is the mixture (name, algorithm, None): it is fitted by
@@ -250,6 +249,7 @@ def select_candidate(scores: np.ndarray, y_pm: np.ndarray, candidates: list[tupl
     a model 0.0065-0.0106 below the best on the test split in four of its 21 cells
     (benchmarks/bench_aggregate_suite.py, split seeds 0-2).
     """
+    measure, seed = plan.measure, plan.seed
     fold = folds_of(y_pm, rule, seed)
     parts = range(rule.folds) if rule.kind == "cv" else (0,)
     held = fold >= 0
@@ -261,8 +261,8 @@ def select_candidate(scores: np.ndarray, y_pm: np.ndarray, candidates: list[tupl
         out_of_fold = np.zeros(y_pm.size)
         for k in parts:
             fit_rows = fold != k if rule.kind == "cv" else fold == -1
-            mixture = fit_mixture(scores[fit_rows], y_pm[fit_rows], measure=measure, algorithm=algorithm,
-                                  seed=seed, vertex=vertex, tune_threshold=False, **fit)
+            mixture = fit_mixture(scores[fit_rows], y_pm[fit_rows], plan, algorithm=algorithm, vertex=vertex,
+                                  weighting=weighting, tune_threshold=False)
             out_of_fold[fold == k] = scores[fold == k] @ mixture.weights
         held_scores.append(out_of_fold[held])
     cuts = [best_threshold(column, y_pm[held], measure) for column in held_scores]
@@ -308,7 +308,7 @@ def aggregate(
     :data:`~calopt.training.selection.CV_MINORITY` rows, else one stratified held-out part,
     as :func:`calopt.fit` decides), ``"cv:K"``, ``"holdout:F"``, or ``"none"`` (the
     mixture, no check). The one kept is refitted on every row. The result's
-    ``options["aggregate"]`` records the models, their scales, θ̂, the candidates'
+    ``report.aggregate`` records the models, their scales, θ̂, the candidates'
     held-out values, the bootstrap win probability and what was chosen.
     """
     named = load_models(models)
@@ -320,14 +320,13 @@ def aggregate(
                 f"the models were trained for different measures ({', '.join(sorted(measures))}); "
                 "give the measure to aggregate for")
         measure = measures.pop()
-    measure, loss = registry.get_measure(measure), registry.get_loss(loss)
-    algorithm = registry.get_algorithm(algorithm or registry.default_algorithm(measure, "aggregate"), radius=radius)
-    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
-        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-            raise ParameterError(f"{name} must be a whole number ≥ 1, got {value!r}")
+    components = Components.resolve(measure, algorithm, loss, task="aggregate", radius=radius)
+    check_count("batch_size", batch_size)  # before its default
+    budget = Budget(epochs, batch_size=batch_size or BATCH_SIZE)
     if weighting not in ("measure", "none"):
         raise ParameterError(f"weighting must be 'measure' or 'none', got {weighting!r}")
-    rule = parse_rule(select)
+    plan = FitPlan(components, budget, seed=seed, scale=False, tune_threshold=tune_threshold,
+                   select=parse_rule(select))
     if X.shape[1] != bases[0].n_features:
         raise DataError(f"X has {X.shape[1]} features, the models have {bases[0].n_features}")
     y_pm = encode_like(to_numpy(y), bases[0].classes, source="aggregation labels")
@@ -335,63 +334,62 @@ def aggregate(
         raise ParameterError(f"X has {X.shape[0]} rows but y has {y_pm.shape[0]} labels")
     if not (0 < np.sum(y_pm > 0) < y_pm.size):
         raise DataError("only one class; aggregation needs both", source="aggregation labels")
-    rule = resolve_rule(rule, y_pm)
+    rule = resolve_rule(plan.select, y_pm)
 
     load_fold_splitter()  # a one-off import, not training time
     started = time.perf_counter()
     scores = np.column_stack([to_numpy(model.decision_function(X)).astype(np.float64)
                               for model in bases])
-    fit = {"loss": loss, "epochs": epochs, "batch_size": batch_size or BATCH_SIZE, "weighting": weighting}
+    chosen, selection = _choose(scores, y_pm, names, rule, plan, weighting)
+    mixture = fit_mixture(scores, y_pm, plan, algorithm=chosen[1], vertex=chosen[2], weighting=weighting,
+                          tune_threshold=tune_threshold, started=started)
+    return _aggregate_model(plan, bases, names, scores, y_pm, mixture, selection, chosen, started, weighting)
+
+
+def _choose(scores: np.ndarray, y_pm: np.ndarray, names: list[str], rule: Rule, plan: FitPlan,
+            weighting: str) -> tuple[tuple[str, Any, int | None], dict[str, Any] | None]:
+    """The candidate kept (the mixture, or a model alone: :func:`select_candidate`) and the selection's
+    account (None without one)."""
+    algorithm = plan.components.algorithm
     candidates = [("mixture", algorithm, None)]
-    selection = None
-    if rule.kind != "none":
-        candidates += [(name, algorithm, j) for j, name in enumerate(names)]
-        chosen, values, confidence = select_candidate(scores, y_pm, candidates, rule, measure=measure, seed=seed,
-                                                      **fit)
-        selection = {"rule": str(rule), "chosen": candidates[chosen][0],
-                     "candidates": [{"candidate": name, "value": value}
-                                    for (name, _, _), value in zip(candidates, values)],
-                     "best_alone": candidates[1 + int(np.argmax(values[1:]))][0], "win_probability": confidence,
-                     "confidence": CONFIDENCE}
-    else:
-        chosen = 0
-    _, algorithm, vertex = candidates[chosen]
-    mixture = fit_mixture(scores, y_pm, measure=measure, algorithm=algorithm, seed=seed, vertex=vertex,
-                          tune_threshold=tune_threshold, started=started, **fit)
+    if rule.kind == "none":
+        return candidates[0], None
+    candidates += [(name, algorithm, j) for j, name in enumerate(names)]
+    chosen, values, confidence = select_candidate(scores, y_pm, candidates, rule, plan, weighting=weighting)
+    selection = {"rule": str(rule), "chosen": candidates[chosen][0],
+                 "candidates": [{"candidate": name, "value": value} for (name, _, _), value in zip(candidates, values)],
+                 "best_alone": candidates[1 + int(np.argmax(values[1:]))][0], "win_probability": confidence,
+                 "confidence": CONFIDENCE}
+    return candidates[chosen], selection
+
+
+def _aggregate_model(plan: FitPlan, bases: list[LinearModel], names: list[str], scores: np.ndarray,
+                     y_pm: np.ndarray, mixture: Mixture, selection: dict[str, Any] | None,
+                     chosen: tuple[str, Any, int | None], started: float, weighting: str) -> LinearModel:
+    """The aggregate as one linear model, Σθ_i w_i/s_i, with its threshold and the account of the run."""
+    name, algorithm, vertex = chosen
     weights, trained = mixture.weights, mixture.trained
     if trained is None:  # a vertex: the model alone, its threshold tuned as the pipeline's would be
-        threshold = best_threshold(scores @ weights, y_pm, measure)[0] if tune_threshold else 0.0
+        threshold = best_threshold(scores @ weights, y_pm, plan.measure)[0] if plan.tune_threshold else 0.0
         history, epochs_run, status = [], 0, CONVERGED
         message = (f"{names[vertex]} alone: it beat the mixture on {selection['win_probability']:.0%} of bootstrap "
                    f"resamples of the held-out rows ({selection['rule']})")
         seconds = time.perf_counter() - started
-        algorithm_spec, params = algorithm.spec, algorithm.params
     else:
         threshold, history, epochs_run = trained.threshold, trained.result.history, trained.result.epochs
         status, message, seconds = trained.result.status, trained.result.message, trained.seconds
-        algorithm_spec, params = trained.algorithm.spec, trained.algorithm.params
+        algorithm = trained.algorithm
     coef = sum(weight * model.coef for weight, model in zip(weights, bases))
     intercept = float(sum(weight * model.intercept for weight, model in zip(weights, bases)))
     negative_weight, positive_weight = mixture.class_weights
-    return LinearModel(
-        coef=np.asarray(coef, dtype=np.float64),
-        intercept=intercept - threshold,
-        classes=tuple(bases[0].classes),
-        measure=measure.spec,
-        algorithm=algorithm_spec,
-        loss=loss.spec,
-        threshold=threshold,
-        options={"epochs": epochs_run, "batch_size": fit["batch_size"], "seed": seed,
-                 "backend": "numpy", "dtype": get_backend("numpy").dtype_name,
-                 "tune_threshold": tune_threshold, "algorithm_params": params,
-                 "aggregate": {"models": names, "scales": mixture.scales.tolist(), "theta": mixture.theta.tolist(),
-                               "weighting": weighting, "class_weights": [negative_weight, positive_weight],
-                               "anchor": None if mixture.anchor is None else names[mixture.anchor],
-                               "base_algorithms": [model.algorithm for model in bases],
-                               "select": selection, "chosen": candidates[chosen][0]}},
-        history=history,
-        fit_seconds=seconds,
-        status=status,
-        message=message,
-        version=__version__,
-    )
+    report = FitReport(epochs=epochs_run, batch_size=plan.budget.batch_size, seed=plan.seed, backend="numpy",
+                       dtype=get_backend("numpy").dtype_name, tune_threshold=plan.tune_threshold,
+                       algorithm_params=algorithm.params,
+                       aggregate={"models": names, "scales": mixture.scales.tolist(), "theta": mixture.theta.tolist(),
+                                  "weighting": weighting, "class_weights": [negative_weight, positive_weight],
+                                  "anchor": None if mixture.anchor is None else names[mixture.anchor],
+                                  "base_algorithms": [model.algorithm for model in bases],
+                                  "select": selection, "chosen": name})
+    return plan.model(np.asarray(coef, dtype=np.float64), intercept - threshold, tuple(bases[0].classes), report,
+                      algorithm=algorithm, threshold=threshold, history=history, fit_seconds=seconds, status=status,
+                      message=message)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import hashlib
 import itertools
 import math
@@ -50,7 +51,6 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from calopt import registry
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import get_backend, is_sparse, to_numpy
 from calopt.errors import DataError, ParameterError, TrainingError, TrainingInterrupted
@@ -59,11 +59,13 @@ from calopt.io.files import Dataset, align_features, read_data
 from calopt.io.labels import binary_classes, encode_like, json_label, label_values
 from calopt.measures import confusion_counts
 from calopt.models.linear import LinearModel
-from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint
-from calopt.training.loop import CALLBACK, CONVERGED, INTERRUPTED, MAXITER, NONFINITE, EpochRecord, LoopResult, Trainer
+from calopt.models.report import ClusterReport, DataReading, FitReport
+from calopt.training.checkpoint import Checkpoint, data_fingerprint
+from calopt.training.loop import INTERRUPTED, NONFINITE, LoopResult, Trainer
+from calopt.training.loop import run as loop_run
+from calopt.training.plan import FitPlan, RunControl, check_count
 from calopt.training.selection import best_candidate, trial_scores
 from calopt.training.threshold import best_cut
-from calopt.version import __version__
 
 __all__ = ["EXACT", "LOCAL", "cluster_mode", "connect", "fit_on_cluster"]
 
@@ -365,30 +367,9 @@ class _Shards:
                             f"({type(last).__name__}: {_one_line(last)})")
 
 
-def fit_on_cluster(
-    X: Any,
-    y: Any = None,
-    *,
-    cluster: Any,
-    measure: Any = "f1",
-    algorithm: Any = None,
-    loss: Any = None,
-    dtype: str | None = None,
-    epochs: int | None = None,
-    batch_size: int | None = None,
-    seed: int = 0,
-    scale: bool = True,
-    tune_threshold: bool = True,
-    positive: Any = None,
-    select: str = "none",
-    local_steps: int | None = None,
-    read_options: dict[str, Any] | None = None,
-    callback: Callable[[EpochRecord], None] | None = None,
-    checkpoint: str | os.PathLike | Callable[[Checkpoint], None] | None = None,
-    checkpoint_every: int | None = None,
-    resume: Any = None,
-    interrupt: Callable[[], bool] | None = None,
-) -> LinearModel:
+def fit_on_cluster(X: Any, y: Any, options: dict[str, Any], *, cluster: Any, dtype: str | None = None,
+                   positive: Any = None, local_steps: int | None = None,
+                   read_options: dict[str, Any] | None = None) -> LinearModel:
     """Train a binary linear classifier on a Dask cluster (see the module docstring).
 
     ``X`` is a data file (each worker reads it and keeps rows ``i::W``), a list of files
@@ -396,13 +377,12 @@ def fit_on_cluster(
     with ``read_options`` (:func:`~calopt.io.files.read_data`'s keywords), or an array
     (NumPy or scipy.sparse) with labels ``y``, whose rows ``i::W`` are scattered to worker
     i once. ``local_steps``: mini-batch updates per worker per round in local mode
-    (default: one pass over the worker's shard); ``epochs`` counts rounds. The other
-    arguments are :func:`calopt.fit`'s; ``select`` must be ``"none"`` (the step trial on every
-    worker's held-out rows), and ``"auto"`` means it here.
+    (default: one pass over the worker's shard); ``epochs`` counts rounds. ``options``
+    are :func:`calopt.fit`'s (it calls this with ``cluster=``); ``select`` must be ``"none"``
+    (the step trial on every worker's held-out rows), and ``"auto"`` means it here.
     """
-    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("local_steps", local_steps)):
-        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-            raise ParameterError(f"{name} must be a whole number ≥ 1, got {value!r}")
+    check_count("local_steps", local_steps)
+    select = options.get("select", "auto")
     if str(select).strip().lower() not in ("none", "auto"):
         raise ParameterError(f"select={select!r}: a Dask run does not cross-fit its settings; use select='none' "
                              f"(the step trial on every worker's held-out rows)")
@@ -414,16 +394,14 @@ def fit_on_cluster(
         raise ParameterError("y is needed with arrays (or give a file path)")
     if not files and X.shape[0] != np.asarray(to_numpy(y)).shape[0]:
         raise ParameterError(f"X has {X.shape[0]} rows but y has {np.asarray(to_numpy(y)).shape[0]} labels")
-    resume = checked_resume(checkpoint, checkpoint_every, resume)
-    measure = registry.get_measure(measure)
+    algorithm = options.get("algorithm")
     if isinstance(algorithm, str) and algorithm.strip().lower() == "auto":
         raise ParameterError("algorithm='auto' compares solvers by cross-fitting, which a Dask run does not do; "
                              "name the algorithm")
-    algorithm = registry.get_algorithm(algorithm or registry.default_algorithm(measure, "direct"))
-    loss = registry.get_loss(loss or registry.default_loss(algorithm))
-    mode = cluster_mode(algorithm)
+    plan = FitPlan.resolve(task="direct", **{**options, "select": "none"})
+    mode = cluster_mode(plan.components.algorithm)
     if mode == EXACT and local_steps is not None:
-        raise ParameterError(f"local_steps is for local rounds; {algorithm.name!r} runs exact rounds")
+        raise ParameterError(f"local_steps is for local rounds; {plan.components.algorithm.name!r} runs exact rounds")
     dtype = dtype or "float64"
     get_backend("numpy", dtype=dtype)  # an unknown dtype: the usual error, before any work
     _distributed()  # its first import is not training time
@@ -435,52 +413,86 @@ def fit_on_cluster(
                          (os.fspath(X) if files else arrays),
                          None if files else label_values(to_numpy(y), source="training labels"),
                          dict(read_options or {}))
-        # the first exact round: rows, classes and their counts, the max-abs scaling
+        return ClusterFit(plan, shards, mode, dtype, local_steps).fit(positive, files, started)
+    finally:
+        if opened:
+            client.close()
+
+
+@dataclass
+class ClusterSurvey:
+    """What the first exact round found: the rows, the width, the classes and their counts, the scaling."""
+
+    classes: tuple[Any, Any]
+    counts: dict[Any, int]
+    n: int
+    d: int
+    reading: dict[str, Any]
+    factors: np.ndarray
+
+
+class ClusterFit:
+    """The plan on Dask shards: the first round's survey, the step trial on every worker, the
+    rounds, and the threshold on every worker's scores."""
+
+    def __init__(self, plan: FitPlan, shards: _Shards, mode: str, dtype: str, local_steps: int | None):
+        self.plan, self.shards, self.mode, self.dtype, self.local_steps = plan, shards, mode, dtype, local_steps
+
+    def survey(self, positive: Any) -> ClusterSurvey:
+        """The first exact round: rows, classes and their counts, the max-abs scaling."""
+        shards = self.shards
         stats = shards.map(_shard_stats, what="the first pass")
-        labels = np.concatenate([s["labels"] for s in stats])
-        distinct = np.unique(labels)
+        distinct = np.unique(np.concatenate([s["labels"] for s in stats]))
         if distinct.size > 2:
             raise ParameterError(f"the training labels have {distinct.size} classes; a Dask run trains two")
-        counts = {}
+        counts: dict[Any, int] = {}
         for s in stats:
             for label, count in zip(s["labels"], s["counts"]):
                 counts[label.item()] = counts.get(label.item(), 0) + int(count)
         classes = binary_classes(distinct, [counts[c.item()] for c in distinct], positive=positive,
                                  source="training labels")
-        n = sum(s["rows"] for s in stats)
-        d = max(s["features"] for s in stats)
-        bases = {s["zero_based"] for s in stats}
-        if len(bases) > 1:
+        n, d = sum(s["rows"] for s in stats), max(s["features"] for s in stats)
+        if len({s["zero_based"] for s in stats}) > 1:
             raise DataError("the training files use different index bases (0 and 1); give zero_based in "
                             "read_options")
         reading = {"format": stats[0]["format"], "zero_based": stats[0]["zero_based"], "n_features": d}
         if any(s["rows"] == 0 for s in stats):
             raise ParameterError(f"{n} rows for {shards.count} workers: a worker would get none")
         factors = np.max(np.stack([s["maxabs"] for s in stats]), axis=0)
-        factors = factors if scale else np.ones(d)
+        factors = factors if self.plan.scale else np.ones(d)
         factors[~(factors > 0) | ~np.isfinite(factors)] = 1.0
-        shards.prepare(classes, factors, d, dtype)
-        prints = shards.map(_fingerprint, factors, what="the fingerprint")
-        digest = hashlib.sha256("".join(p["sha256"] for p in prints).encode()).hexdigest()
-        fingerprint = {"shape": [n, d], "sha256": digest}
+        return ClusterSurvey(classes, counts, n, d, reading, factors)
 
-        positive_rate = counts[classes[1]] / n
-        batch = batch_size or int(min(1024, max(32, n // 100)))  # fit's default (pipeline.default_batch_size)
-        rounds = DEFAULT_ROUNDS if epochs is None else epochs
-        problem = Problem(None, None, None, n, d, positive_rate, measure, loss, batch, rounds)
-        backend = get_backend("numpy", dtype=dtype)
+    def _options(self, found: ClusterSurvey, batch: int) -> dict[str, Any]:
+        """What a resumed run must repeat (the checkpoint's options)."""
+        plan, components = self.plan, self.plan.components
+        return {"measure": plan.measure.spec, "algorithm": components.algorithm.spec, "loss": components.loss.spec,
+                "epochs": plan.budget.epochs, "batch_size": batch, "seed": plan.seed, "backend": "numpy",
+                "dtype": self.dtype, "scale": plan.scale, "tune_threshold": plan.tune_threshold,
+                "classes": [json_label(c) for c in found.classes], "select": "none",
+                "cluster": {"mode": self.mode, "workers": self.shards.count, "local_steps": self.local_steps}}
+
+    def fit(self, positive: Any, files: bool, started: float) -> LinearModel:
+        plan, shards, dtype, resume = self.plan, self.shards, self.dtype, self.plan.run.resume
+        found = self.survey(positive)
+        n, d, factors = found.n, found.d, found.factors
+        shards.prepare(found.classes, factors, d, dtype)
+        prints = shards.map(_fingerprint, factors, what="the fingerprint")
+        fingerprint = {"shape": [n, d], "sha256": hashlib.sha256("".join(p["sha256"] for p in prints).encode()
+                                                                  ).hexdigest()}
+        batch = plan.budget.batch(n)  # n/100 within [32, 1024], full-batch algorithms too (shards sum their batches)
+        rounds = plan.budget.passes(DEFAULT_ROUNDS)
+        problem = plan.problem(None, n, d, found.counts[found.classes[1]] / n, batch_size=batch, epochs=rounds)
+        algorithm = plan.components.algorithm
         algorithm.check_problem(_on_worker(problem, dtype))
-        options = {"measure": measure.spec, "algorithm": algorithm.spec, "loss": loss.spec, "epochs": epochs,
-                   "batch_size": batch, "seed": seed, "backend": "numpy", "dtype": dtype, "scale": scale,
-                   "tune_threshold": tune_threshold, "classes": [json_label(c) for c in classes],
-                   "select": "none", "cluster": {"mode": mode, "workers": shards.count, "local_steps": local_steps}}
+        options = self._options(found, batch)
         if resume is not None:
             resume.check(options, fingerprint)
             algorithm = resume.make_algorithm(algorithm)
         else:
-            algorithm = _choose(shards, algorithm, problem, seed)
-        result = _rounds(shards, algorithm, problem, backend, mode, rounds, seed, local_steps, options,
-                         fingerprint, callback, checkpoint, checkpoint_every, resume, interrupt)
+            algorithm = _choose(shards, algorithm, problem, plan.seed)
+        result = _rounds(shards, algorithm, problem, get_backend("numpy", dtype=dtype), self.mode, rounds, plan.seed,
+                         self.local_steps, options, fingerprint, plan.run)
         w, b = result.weights
         if result.status == NONFINITE and result.epochs == 0:
             raise TrainingError(f"training diverged in its first round (non-finite weights) with {algorithm.spec}; "
@@ -488,24 +500,18 @@ def fit_on_cluster(
         if not (np.any(w != 0) or np.any(b != 0)):
             raise TrainingError(f"training made no progress: the weights of {algorithm.spec} are still 0 after "
                                 f"{result.epochs} rounds")
-        w_host, b_host = np.asarray(w, dtype=np.float64), float(b)
-        threshold, train = _threshold(shards, w, b, measure, tune_threshold)
+        threshold, train = _threshold(shards, w, b, plan.measure, plan.tune_threshold)
         if result.history:
             result.history[-1]["train"] = train["value"]
-        seconds = time.perf_counter() - started + (resume.seconds if resume else 0.0)
-    finally:
-        if opened:
-            client.close()
-    return LinearModel(
-        coef=w_host / factors, intercept=b_host - threshold, classes=classes, measure=measure.spec,
-        algorithm=algorithm.spec, loss=loss.spec, scale=factors, threshold=threshold,
-        options={"epochs": result.epochs, "batch_size": batch, "seed": seed, "backend": "numpy", "dtype": dtype,
-                 "scale": scale, "tune_threshold": tune_threshold, "algorithm_params": algorithm.params,
-                 "select": "none", "cluster": {**options["cluster"], "train": train},
-                 **({"data": reading} if files else {})},
-        history=result.history, fit_seconds=seconds, status=result.status, message=result.message,
-        version=__version__,
-    )
+        report = FitReport(epochs=result.epochs, batch_size=batch, seed=plan.seed, backend="numpy", dtype=dtype,
+                           scale=plan.scale, tune_threshold=plan.tune_threshold, algorithm_params=algorithm.params,
+                           select="none", cluster=ClusterReport(mode=self.mode, workers=shards.count,
+                                                                local_steps=self.local_steps, train=train),
+                           data=DataReading.from_json(found.reading) if files else None)
+        return plan.model(np.asarray(w, dtype=np.float64) / factors, float(b) - threshold, found.classes, report,
+                          algorithm=algorithm, scale=factors, threshold=threshold, history=result.history,
+                          fit_seconds=time.perf_counter() - started + (resume.seconds if resume else 0.0),
+                          status=result.status, message=result.message)
 
 
 def _threshold(shards: _Shards, w: Any, b: Any, measure: Any, tune: bool) -> tuple[float, dict[str, float]]:
@@ -521,80 +527,71 @@ def _threshold(shards: _Shards, w: Any, b: Any, measure: Any, tune: bool) -> tup
                        "tpr": float(tp / max(tp + fn, 1.0)), "tnr": float(tn / max(tn + fp, 1.0))}
 
 
+class ShardRounds:
+    """The combine hook (:class:`~calopt.training.loop.Rounds`) of a Dask run: one round broadcasts the
+    state, runs every shard's pass from it and combines them, exact rounds by the sum of the
+    workers' changes (then the end-of-pass step on the client), local rounds by the average."""
+
+    def __init__(self, shards: _Shards, algorithm: Algorithm, problem: Problem, dtype: str, mode: str,
+                 local_steps: int | None, positions: list[tuple[dict, int]], done: int = 0):
+        self.shards, self.algorithm, self.mode, self.local_steps = shards, algorithm, mode, local_steps
+        self.problem, self.host_problem = problem, _on_worker(problem, dtype)  # arrays-free: workers fill it in
+        self.trainer, self.positions, self.round = Trainer(algorithm), positions, done  # rounds done before
+
+    def __call__(self, state: Any) -> Any:
+        self.round += 1
+        what = f"round {self.round}"
+        if self.mode == EXACT:
+            sums = self.shards.map(_exact_round, self.algorithm, self.problem, state, what=what)
+            return self.trainer.end_epoch(_sum_deltas(state, sums), None, self.host_problem)
+        results = self.shards.map(_local_round, self.algorithm, self.problem, state, what=what,
+                                  per_shard=[(position, self.local_steps) for position in self.positions])
+        self.positions = [p for _, p in results]
+        return _average([s for s, _ in results])
+
+    def position(self) -> dict | None:
+        """Each worker's shuffling generator and place in its pass (local rounds; exact ones have none)."""
+        return {"workers": [[p, s] for p, s in self.positions]} if self.mode == LOCAL else None
+
+
 def _rounds(shards: _Shards, algorithm: Algorithm, problem: Problem, backend: Any, mode: str, rounds: int,
             seed: int, local_steps: int | None, options: dict[str, Any], fingerprint: dict[str, Any],
-            callback: Any, checkpoint: Any, checkpoint_every: int | None, resume: Checkpoint | None,
-            interrupt: Any) -> LoopResult:
-    """The loop of :mod:`calopt.training.loop`, one round an epoch: broadcast, run on the shards, combine."""
-    trainer = Trainer(algorithm)
-    history: list[dict[str, float]] = []
-    seconds, start = 0.0, 0
+            run: RunControl) -> LoopResult:
+    """The loop of :mod:`calopt.training.loop` with :class:`ShardRounds` as its combine hook, one
+    round an epoch; an interrupt at a round boundary saves a checkpoint and raises."""
     # worker i shuffles with its own generator; shard 0's is the seed's own, so one worker
     # replays the single-process run
     positions = [(np.random.default_rng(seed if i == 0 else [seed, i]).bit_generator.state, 0)
                  for i in range(shards.count)]
-    template = trainer.init(_on_worker(problem, backend.dtype_name))
-    state = template
-    if resume is not None:
+    template = Trainer(algorithm).init(_on_worker(problem, backend.dtype_name))
+    at = None
+    if run.resume is not None:
         # a round is an epoch of one "batch"; the workers' generators are saved in local mode only
-        resume.check_position(algorithm, epochs=rounds, batches=0, generator=mode == LOCAL)
-        at = resume.position(template, backend)
-        state, start, history, seconds = at.state, at.epochs, list(at.history), at.seconds
+        run.resume.check_position(algorithm, epochs=rounds, batches=0, generator=mode == LOCAL)
+        at = run.resume.position(template, backend)
         saved = (at.rng_state or {}).get("workers") if mode == LOCAL else None
         if saved is not None:
             positions = [(entry[0], int(entry[1])) for entry in saved]
-    write = checkpoint if callable(checkpoint) else None
-    if checkpoint is not None and write is None:
+        at = dataclasses.replace(at, rng_state=None)  # the workers' generators are the hook's
+    write = run.checkpoint if callable(run.checkpoint) else None
+    if run.checkpoint is not None and write is None:
         def write(saved: Checkpoint) -> None:
-            saved.save(checkpoint)
+            saved.save(run.checkpoint)
 
-    def capture(at_round: int, message: str) -> Checkpoint:
-        position = LoopResult(state, at_round, seconds, INTERRUPTED, message, list(history),
-                              rng_state={"workers": [[p, s] for p, s in positions]} if mode == LOCAL else None)
+    def capture(position: LoopResult) -> Checkpoint:
         return Checkpoint.capture(position, algorithm, options=options, fingerprint=fingerprint)
 
-    status, message = MAXITER, f"stopped after {rounds} rounds"
-    local_problem = problem  # arrays-free: the workers fill in the namespace
-    host_problem = _on_worker(problem, backend.dtype_name)
-    epoch = start
-    while epoch < rounds:
-        begun = time.perf_counter()
-        previous = state
-        if mode == EXACT:
-            sums = shards.map(_exact_round, algorithm, local_problem, state, what=f"round {epoch + 1}")
-            state = trainer.end_epoch(_sum_deltas(state, sums), None, host_problem)
-        else:
-            results = shards.map(_local_round, algorithm, local_problem, state, what=f"round {epoch + 1}",
-                                 per_shard=[(position, local_steps) for position in positions])
-            state = _average([s for s, _ in results])
-            positions = [p for _, p in results]
-        w, b = trainer.weights(state)
-        finite = bool(np.all(np.isfinite(w)) and np.all(np.isfinite(b)))
-        seconds += time.perf_counter() - begun
-        epoch += 1
-        if not finite:
-            state, epoch = previous, epoch - 1
-            status, message = NONFINITE, f"diverged in round {epoch + 1}: non-finite weights; kept round {epoch}"
-            break
-        row: dict[str, float] = {"epoch": epoch, "seconds": seconds}
-        row.update(trainer.history_numbers(state))
-        history.append(row)
-        if callback is not None:
-            try:
-                callback(EpochRecord(epoch, seconds, state, (w, b), rounds))
-            except StopIteration:
-                status, message = CALLBACK, f"stopped by the callback after round {epoch}"
-                break
-        if trainer.converged(state):
-            status, message = CONVERGED, f"converged after {epoch} rounds"
-            break
-        if interrupt is not None and interrupt() and epoch < rounds:
-            saved = capture(epoch, f"interrupted after round {epoch}")
-            if write is not None:
-                write(saved)
-            path = None if checkpoint is None or callable(checkpoint) else checkpoint
-            where = f"; checkpoint written to {path}" if path is not None else ""
-            raise TrainingInterrupted(f"training interrupted at {saved.describe()}{where}", saved, path)
-        if write is not None and checkpoint_every and epoch % checkpoint_every == 0 and epoch < rounds:
-            write(capture(epoch, f"checkpoint after round {epoch}"))
-    return LoopResult(state, epoch, seconds, status, message, history, weights=trainer.weights(state))
+    result = loop_run(algorithm, _on_worker(problem, backend.dtype_name), None, epochs=rounds, state=template,
+                      resume=at, callback=run.callback, interrupt=run.interrupt, unit="round",
+                      checkpoint=None if write is None else (lambda position: write(capture(position))),
+                      checkpoint_every=run.checkpoint_every or 0,
+                      rounds=ShardRounds(shards, algorithm, problem, backend.dtype_name, mode, local_steps, positions,
+                                         0 if at is None else at.epochs))
+    if result.status == INTERRUPTED:
+        saved = capture(result)
+        if write is not None:
+            write(saved)
+        path = None if run.checkpoint is None or callable(run.checkpoint) else run.checkpoint
+        where = f"; checkpoint written to {path}" if path is not None else ""
+        raise TrainingInterrupted(f"training interrupted at {saved.describe()}{where}", saved, path)
+    return result

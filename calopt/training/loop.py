@@ -23,15 +23,15 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from calopt.algorithms import Algorithm, Chain, Problem
 from calopt.io.batches import Batch, BatchReader
 
-__all__ = ["CALLBACK", "CONVERGED", "INTERRUPTED", "MAXITER", "NONFINITE", "EpochRecord", "LoopResult", "Trainer",
-           "TrainerState", "run"]
+__all__ = ["CALLBACK", "CONVERGED", "INTERRUPTED", "MAXITER", "NONFINITE", "EpochRecord", "LoopResult", "Rounds",
+           "Trainer", "TrainerState", "run"]
 
 Array = Any
 
@@ -139,13 +139,27 @@ class LoopResult:
     weights: tuple[Array, Array] | None = None
 
 
+class Rounds(Protocol):
+    """The combine hook of a distributed run: each epoch of the loop is one round.
+
+    ``rounds(state)`` hands the state to the workers, runs their passes from it and combines
+    what they return (exact rounds: the sum of their changes; local rounds: the average of
+    their states), the end-of-pass step included; ``position()`` is what a checkpoint saves of
+    the workers' shuffling generators (None when they have none).
+    """
+
+    def __call__(self, state: TrainerState) -> TrainerState: ...
+
+    def position(self) -> dict | None: ...
+
+
 # Overflow and NaN are the loop's to catch (status NONFINITE, the last finite state kept),
 # not NumPy warnings to print mid-run.
 @np.errstate(over="ignore", invalid="ignore", divide="ignore")
 def run(
     algorithm: Algorithm,
     problem: Problem,
-    reader: BatchReader,
+    reader: BatchReader | None,
     *,
     epochs: int,
     seed: int | None = 0,
@@ -159,6 +173,8 @@ def run(
     checkpoint: Callable[[LoopResult], None] | None = None,
     checkpoint_every: int = 0,
     stop_on_nonfinite: bool = True,
+    rounds: Rounds | None = None,
+    unit: str = "epoch",
 ) -> LoopResult:
     """Run ``algorithm`` (composed with its parts, :class:`Trainer`) for ``epochs`` passes over ``reader``.
 
@@ -173,61 +189,100 @@ def run(
     called every ``checkpoint_every`` completed epochs while the loop goes on.
     ``stop_on_nonfinite=False`` skips the finiteness check (stacked models: one diverging
     candidate must not stop the others; the caller judges each).
+
+    ``rounds`` (:class:`Rounds`, a Dask run's combine hook: :mod:`calopt.training.distributed`)
+    makes each epoch one round, ``rounds(state)``, in place of the reader's mini-batches
+    (``reader`` None); ``interrupt()`` is then checked after each round, and positions save
+    ``rounds.position()``. ``unit`` names the epochs in the messages (``"round"``).
     """
-    xp = problem.xp
-    trainer = Trainer(algorithm)
+    loop = _Loop(Trainer(algorithm), problem, reader, epochs, record, callback, interrupt, checkpoint,
+                 checkpoint_every, stop_on_nonfinite, rounds, unit)
     rng = np.random.default_rng(seed)
-    history: list[dict[str, float]] = []
-    seconds, skip, epoch_start_state = 0.0, 0, None
+    skip, epoch_start_state = 0, None
     if resume is not None:
         state, start_epoch, rng_state = resume.state, resume.epochs, resume.rng_state
-        history, seconds, skip = list(resume.history), resume.seconds, resume.batch
+        loop.history, loop.seconds, skip = list(resume.history), resume.seconds, resume.batch
         epoch_start_state = resume.epoch_start_state if resume.batch else None
     if rng_state is not None:
         rng.bit_generator.state = rng_state
     if state is None:
-        state = trainer.init(problem)
-    status, message = MAXITER, f"stopped after {epochs} epochs"
-    epoch = start_epoch
-    while epoch < epochs:
-        started = time.perf_counter()
-        previous = state if epoch_start_state is None else epoch_start_state
-        epoch_rng_state, epoch_start_state = rng.bit_generator.state, None
-        batches = itertools.islice(reader.epoch(problem.batch_size, rng), skip, None)
-        done, skip = skip, 0
-        for batch in batches:
+        state = loop.trainer.init(problem)
+    return loop.run(state, start_epoch, rng, skip, epoch_start_state)
+
+
+class _Loop:
+    """One run of :func:`run`: its epochs, each a pass over the reader's batches or one round."""
+
+    def __init__(self, trainer: Trainer, problem: Problem, reader: BatchReader | None, epochs: int,
+                 record: Any, callback: Any, interrupt: Any, checkpoint: Any, checkpoint_every: int,
+                 stop_on_nonfinite: bool, rounds: Rounds | None, unit: str):
+        self.trainer, self.problem, self.reader, self.epochs = trainer, problem, reader, epochs
+        self.record, self.callback, self.interrupt = record, callback, interrupt
+        self.checkpoint, self.checkpoint_every, self.stop_on_nonfinite = checkpoint, checkpoint_every, stop_on_nonfinite
+        self.rounds, self.unit = rounds, unit
+        self.history: list[dict[str, float]] = []
+        self.seconds = 0.0
+
+    def _pass(self, state: Any, epoch: int, rng: Any, skip: int, started: float,
+              previous: Any) -> tuple[Any, LoopResult | None]:
+        """One epoch's updates from batch ``skip`` on: the state after them, or an INTERRUPTED result."""
+        if self.rounds is not None:
+            return self.rounds(state), None
+        trainer, problem = self.trainer, self.problem
+        epoch_rng_state = rng.bit_generator.state
+        done = skip
+        for batch in itertools.islice(self.reader.epoch(problem.batch_size, rng), skip, None):
             state = trainer.update(state, batch, problem)
             done += 1
-            if interrupt is not None and interrupt():
-                seconds += time.perf_counter() - started
-                return LoopResult(state, epoch, seconds, INTERRUPTED,
-                                  f"interrupted in epoch {epoch + 1} after batch {done}",
-                                  history, done, epoch_rng_state, previous, trainer.weights(state))
-        state = trainer.end_epoch(state, reader.full(), problem)
-        w, b = trainer.weights(state)
-        finite = not stop_on_nonfinite or bool(xp.all(xp.isfinite(w)) & xp.all(xp.isfinite(b)))  # one sync
-        seconds += time.perf_counter() - started
-        epoch += 1
-        if not finite:
-            state, epoch = previous, epoch - 1
-            status, message = NONFINITE, f"diverged in epoch {epoch + 1}: non-finite weights; kept epoch {epoch}"
-            break
-        info = EpochRecord(epoch, seconds, state, (w, b), epochs)
-        row: dict[str, float] = {"epoch": epoch, "seconds": seconds}
-        if record is not None:
-            row.update(record(info))
-        row.update(trainer.history_numbers(state))
-        history.append(row)
-        if callback is not None:
-            try:
-                callback(info)
-            except StopIteration:
-                status, message = CALLBACK, f"stopped by the callback after epoch {epoch}"
+            if self.interrupt is not None and self.interrupt():
+                self.seconds += time.perf_counter() - started
+                return state, LoopResult(state, epoch, self.seconds, INTERRUPTED,
+                                         f"interrupted in epoch {epoch + 1} after batch {done}", self.history, done,
+                                         epoch_rng_state, previous, trainer.weights(state))
+        return trainer.end_epoch(state, self.reader.full(), problem), None
+
+    def _position(self, state: Any, epoch: int, rng: Any, message: str) -> LoopResult:
+        """The loop at the end of ``epoch``, resumable (a checkpoint's, or an interrupted round's)."""
+        saved = self.rounds.position() if self.rounds is not None else rng.bit_generator.state
+        return LoopResult(state, epoch, self.seconds, INTERRUPTED, message, list(self.history), 0, saved)
+
+    def run(self, state: Any, epoch: int, rng: Any, skip: int, epoch_start_state: Any) -> LoopResult:
+        trainer, xp, unit, epochs = self.trainer, self.problem.xp, self.unit, self.epochs
+        status, message = MAXITER, f"stopped after {epochs} {unit}s"
+        while epoch < epochs:
+            started = time.perf_counter()
+            previous = state if epoch_start_state is None else epoch_start_state
+            epoch_start_state = None
+            state, stopped = self._pass(state, epoch, rng, skip, started, previous)
+            if stopped is not None:
+                return stopped
+            skip = 0
+            w, b = trainer.weights(state)
+            finite = not self.stop_on_nonfinite or bool(xp.all(xp.isfinite(w)) & xp.all(xp.isfinite(b)))  # one sync
+            self.seconds += time.perf_counter() - started
+            epoch += 1
+            if not finite:
+                state, epoch = previous, epoch - 1
+                status, message = NONFINITE, f"diverged in {unit} {epoch + 1}: non-finite weights; kept {unit} {epoch}"
                 break
-        if trainer.converged(state):
-            status, message = CONVERGED, f"converged after {epoch} epochs"
-            break
-        if checkpoint is not None and checkpoint_every and epoch % checkpoint_every == 0 and epoch < epochs:
-            checkpoint(LoopResult(state, epoch, seconds, INTERRUPTED, f"checkpoint after epoch {epoch}",
-                                  list(history), 0, rng.bit_generator.state))
-    return LoopResult(state, epoch, seconds, status, message, history, weights=trainer.weights(state))
+            info = EpochRecord(epoch, self.seconds, state, (w, b), epochs)
+            row: dict[str, float] = {"epoch": epoch, "seconds": self.seconds}
+            if self.record is not None:
+                row.update(self.record(info))
+            row.update(trainer.history_numbers(state))
+            self.history.append(row)
+            if self.callback is not None:
+                try:
+                    self.callback(info)
+                except StopIteration:
+                    status, message = CALLBACK, f"stopped by the callback after {unit} {epoch}"
+                    break
+            if trainer.converged(state):
+                status, message = CONVERGED, f"converged after {epoch} {unit}s"
+                break
+            if self.rounds is not None and self.interrupt is not None and self.interrupt() and epoch < epochs:
+                return self._position(state, epoch, rng, f"interrupted after {unit} {epoch}")
+            if self.checkpoint is not None and self.checkpoint_every and epoch % self.checkpoint_every == 0 \
+                    and epoch < epochs:
+                self.checkpoint(self._position(state, epoch, rng, f"checkpoint after {unit} {epoch}"))
+        return LoopResult(state, epoch, self.seconds, status, message, self.history, weights=trainer.weights(state))

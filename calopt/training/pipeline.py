@@ -1,9 +1,11 @@
 """The training pipeline: prepare the data → choose settings → run the loop → tune the threshold → build the model.
 
-:func:`fit` is the one entry point: two classes train a binary :class:`LinearModel`, more
-train one-vs-rest (:class:`MulticlassModel`), either all classes together (an algorithm
-that declares ``multiclass``: multinomial, SLND) or one binary run per class. Aggregation
-(:mod:`calopt.training.aggregate`) is the same pipeline on the base models' scores.
+The in-memory source of a :class:`~calopt.training.plan.FitPlan` (:func:`calopt.fit` on arrays
+dispatches here, :mod:`calopt.training.api`): two classes train a binary :class:`LinearModel`
+(:func:`fit_binary`), more train one-vs-rest (:class:`MulticlassModel`,
+:func:`fit_multiclass_arrays`), either all classes together (an algorithm that declares
+``multiclass``: multinomial, SLND) or one binary run per class (:class:`OneVsRest`).
+Aggregation (:mod:`calopt.training.aggregate`) is the same pipeline on the base models' scores.
 What happens, in order (each step documented because each is a choice):
 
 1. The algorithm, when not given, is the one a plugin registered as the default for
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,23 +36,21 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from calopt import registry
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
-from calopt.backends import device, namespace
+from calopt.backends import namespace
+from calopt.constraints import ConstrainedMeasure, RateConstraint, RateObjective, parse_constraint
+from calopt.constraints import held_out_unmet_message, unmet_message
 from calopt.errors import DataError, ModelFileError, ParameterError, TrainingError, TrainingInterrupted
-from calopt.io.labels import (encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text,
-                              label_values)
-from calopt.constraints import ConstrainedMeasure, RateConstraint, RateObjective, constrain, parse_constraint
-from calopt.constraints import held_out_unmet_message, parse_constraints, unmet_message
+from calopt.io.labels import encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text
 from calopt.measures import Measure, confusion_counts
 from calopt.models.linear import LinearModel, Model, MulticlassModel
-from calopt.training.checkpoint import Checkpoint, checked_resume, data_fingerprint, run_resumable
+from calopt.models.report import DataReading, FitReport
+from calopt.training.checkpoint import Checkpoint, data_fingerprint, run_resumable
 from calopt.training.loop import NONFINITE, EpochRecord, LoopResult
+from calopt.training.plan import DEFAULT_EPOCHS, FitPlan, RunControl, default_batch_size
 from calopt.training.selection import (
     CV_ROWS,
-    MAX_EPOCHS,
-    PATIENCE,
     Arm,
     Rule,
     Selector,
@@ -59,25 +58,21 @@ from calopt.training.selection import (
     fold_weights,
     foldable,
     folds_of,
-    given_parameters,
     grid_of,
     load_fold_splitter,
-    parse_rule,
     resolve_rule,
     stratified_split,
     take_rows,
 )
 from calopt.training.threshold import best_cut, best_threshold, feasible_threshold_at_share, threshold_at_share
-from calopt.version import __version__
 
-__all__ = ["BinaryTask", "MulticlassTask", "Prepared", "Trained", "default_batch_size", "fit", "fit_multiclass",
-           "prepare", "resolve_backend", "sample_weights", "train"]
+__all__ = ["DEFAULT_EPOCHS", "BinaryTask", "MulticlassTask", "OneVsRest", "Prepared", "Trained",
+           "default_batch_size", "fit_binary", "fit_multiclass_arrays", "prepare", "resolve_backend",
+           "sample_weights", "score_spread", "selection_rule", "train"]
 
 Array = Any
 Callback = Callable[[EpochRecord], None]
-#: Passes when they are not chosen on held-out data (``select="none"``) and not given.
-DEFAULT_EPOCHS = 10
-#: How a constrained model's threshold was chosen (``model.options["threshold_rule"]``): the
+#: How a constrained model's threshold was chosen (``model.fit_report.threshold_rule``): the
 #: settings selection's best feasible threshold on the out-of-fold scores, carried over by its
 #: positive share to the nearest threshold that meets the constraints on the training rows too.
 SHARE_FEASIBLE = "out-of-fold share, feasible on the training rows"
@@ -93,19 +88,6 @@ def resolve_backend(X: Any, backend: str | None, dtype: str | None, device: Any)
     if backend is None:
         return backend_of(X, dtype=dtype)
     return get_backend(backend, dtype=dtype or ("float32" if backend == "cupy" else "float64"), device=device)
-
-
-def default_batch_size(n_samples: int, algorithms: list[Algorithm] = ()) -> int:
-    """Mini-batch size from the data size: n/100, between 32 and 1024; the whole data when
-    every algorithm trained is a full-batch one (its batches only accumulate a pass)."""
-    if algorithms and all(algorithm.full_batch for algorithm in algorithms):
-        return max(1, int(n_samples))
-    return int(min(1024, max(32, n_samples // 100)))
-
-
-def _check_count(name: str, value: Any) -> None:
-    if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-        raise ParameterError(f"{name} must be a whole number ≥ 1, got {value!r}")
 
 
 # -- 1. prepare the data ------------------------------------------------------------------
@@ -330,24 +312,7 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
         rows = np.arange(data.y_host.size) if kept is None else kept
         runner = algorithm = choose_settings(algorithm, problem, data.X, data.y_host, rows, seed, backend,
                                              data.weight)
-    record_seconds, recorded = 0.0, {}
-
-    def record(info: EpochRecord) -> dict[str, float]:
-        nonlocal record_seconds
-        begun = time.perf_counter()
-        if selector is None:
-            known = None if info.state.parts else runner.train_top1(info.state.algorithm)
-            row = task.record(*info.weights) if known is None else task.record(*info.weights, train=known)
-        else:  # the best model so far, at its share: recorded again only when it changed
-            key = selector.model_key(info.state.algorithm)
-            if key not in recorded:
-                share = selector.share(info.state.algorithm)
-                recorded.clear()
-                recorded[key] = {} if share is None else task.record(*info.weights, share=share)
-            row = dict(recorded[key])
-        record_seconds += time.perf_counter() - begun
-        return row
-
+    record = _Recorder(task, runner, selector)
     reader = runner.prepare(problem, train_X, train_y, weight=train_weight, seed=seed)
     result = run_resumable(runner, problem, reader, epochs=problem.epochs, seed=seed, backend=backend,
                            options=run_options, fingerprint=fingerprint, record=record, callback=callback,
@@ -376,9 +341,39 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
         task.rule = task.rule if selector is not None else (
             TUNED_FEASIBLE if task.tune is task.train else TUNED_FEASIBLE_HELD_OUT)
     b_host = to_numpy(b).astype(np.float64)
-    seconds = time.perf_counter() - started - record_seconds + (resume.seconds if resume else 0.0)
+    seconds = time.perf_counter() - started - record.seconds + (resume.seconds if resume else 0.0)
     return Trained(to_numpy(w).astype(np.float64), float(b_host) if b_host.ndim == 0 else b_host, threshold,
                    algorithm, loss, result, problem.batch_size, seconds, reader, report, held_out)
+
+
+class _Recorder:
+    """The history row of each epoch (:func:`train`'s ``record``), timed apart from the training.
+
+    Without a selection: the task's row for the epoch's model (the training top-1 the passes
+    computed, when the algorithm gives it); with one: the best model so far at its positive
+    share, recorded again only when that model changed.
+    """
+
+    def __init__(self, task: Any, runner: Any, selector: Selector | None):
+        self.task, self.runner, self.selector = task, runner, selector
+        self.seconds = 0.0  #: spent recording
+        self.recorded: dict[Any, dict[str, float]] = {}
+
+    def __call__(self, info: EpochRecord) -> dict[str, float]:
+        begun = time.perf_counter()
+        task, selector = self.task, self.selector
+        if selector is None:
+            known = None if info.state.parts else self.runner.train_top1(info.state.algorithm)
+            row = task.record(*info.weights) if known is None else task.record(*info.weights, train=known)
+        else:
+            key = selector.model_key(info.state.algorithm)
+            if key not in self.recorded:
+                share = selector.share(info.state.algorithm)
+                self.recorded.clear()
+                self.recorded[key] = {} if share is None else task.record(*info.weights, share=share)
+            row = dict(self.recorded[key])
+        self.seconds += time.perf_counter() - begun
+        return row
 
 
 def constraint_report(constraints: tuple[RateConstraint, ...], w: Array, b: Array, *, train: Rows,
@@ -443,134 +438,14 @@ def _check_progress(result: LoopResult, algorithm: Algorithm) -> None:
                             f"{result.epochs} epochs")
 
 
-# -- the public entry points --------------------------------------------------------------
-def fit(
-    X: Any,
-    y: Any = None,
-    *,
-    measure: Any = "f1",
-    algorithm: Any = None,
-    loss: Any = None,
-    backend: str | None = None,
-    dtype: str | None = None,
-    device: Any = None,
-    epochs: int | None = None,
-    batch_size: int | None = None,
-    seed: int = 0,
-    scale: bool = True,
-    tune_threshold: bool = True,
-    positive: Any = None,
-    sample_weight: Any = None,
-    select: str = "auto",
-    patience: int = PATIENCE,
-    max_epochs: int = MAX_EPOCHS,
-    eval_set: tuple[Any, Any] | None = None,
-    callback: Callback | None = None,
-    checkpoint: str | os.PathLike | Callable[[Checkpoint], None] | None = None,
-    checkpoint_every: int | None = None,
-    resume: Any = None,
-    interrupt: Callable[[], bool] | None = None,
-    constraints: Any = None,
-    cluster: Any = None,
-) -> LinearModel | MulticlassModel:
-    """Train a linear classifier that maximises ``measure`` on (X, y).
-
-    ``X`` is a 2-D array of any supported backend (or scipy.sparse, kept sparse on
-    NumPy; a DataFrame's column names, distinct strings, become ``model.feature_names``),
-    ``y`` the labels (any dtype; a missing one is an error). Two distinct labels train a binary
-    :class:`~calopt.models.linear.LinearModel` (``positive`` picks the positive class; by
-    default 1 of {0, 1} and {-1, 1}, True, else the smaller class: :func:`~calopt.io.labels.binary_classes`);
-    more train one-vs-rest, as :func:`fit_multiclass` describes, and return a
-    :class:`~calopt.models.linear.MulticlassModel`. ``measure``, ``algorithm`` and
-    ``loss`` are names with optional parameters (``"fbeta:beta=2"``) or component
-    objects. ``backend`` (``numpy``, ``array-api-strict``, ``torch``, ``cupy``) defaults
-    to X's own; ``dtype`` is float64 except on the GPU (float32). ``sample_weight`` (n,)
-    weighs each row in the losses, rewards and rates (TPR, TNR) the solvers and the
-    threshold use; weights are rescaled to mean 1, so only their ratios matter.
-    Settings are chosen on data the weights do not see (:mod:`calopt.training.selection`):
-    ``select`` is ``"auto"`` (K-fold cross-fitting for small data, one held-out split for
-    large), ``"cv:K"``, ``"holdout:F"``, or ``"none"`` (the one-pass step trial, 10 passes,
-    the threshold tuned on the training data: calopt before selection). The algorithm's
-    tunable parameters the user did not give, the number of passes (training stops when
-    no candidate improved for ``patience`` passes, at most ``max_epochs``) and the
-    threshold are chosen on the held-out scores. A model on all the rows is trained
-    alongside the fold models with the same settings and batches; the result is that model
-    at the chosen pass, with the threshold that predicts positive the share of its rows
-    that the best held-out threshold did. ``epochs`` forces the number of passes.
-    ``algorithm`` defaults to the one a plugin declares for binary problems (the built-ins:
-    ``lbfgs``, the plug-in route); ``algorithm="auto"`` compares the measure's own solver
-    (``spade``, ``stamp``) with it on the same folds and keeps the better
-    (``model.options["selection"]`` says which, with every candidate's held-out value).
-    ``eval_set=(X_test, y_test)`` adds the test value of each epoch to the history. The
-    model's ``history`` has one row per epoch (``train`` and ``test`` at the threshold
-    tuned as for the final model, so the last row is the model's own values) and
-    ``fit_seconds`` the solver time.
-
-    Interruption (:mod:`calopt.training.checkpoint`): ``interrupt()`` is checked after
-    every batch; when it returns true, training stops and raises
-    :class:`~calopt.errors.TrainingInterrupted` holding the checkpoint (also written to
-    ``checkpoint`` when given, as it is every ``checkpoint_every`` epochs; a callable
-    ``checkpoint`` is handed each Checkpoint to write instead). ``resume=`` that
-    checkpoint or its path, with the same data and options, skips the setting
-    selection and ends with the model an uninterrupted run gives.
-
-    ``constraints`` (binary only) are rate constraints, ``"precision>=0.9"``, ``"fpr<=0.01"``
-    (:mod:`calopt.constraints`): the measure is then maximised subject to them. Settings
-    are chosen on held-out rows by the measure at the best threshold that satisfies the
-    constraints there (or the closest to feasible when none does). The model's threshold
-    is chosen on rows the weights did not see: the best feasible one on the chosen
-    candidate's out-of-fold scores, carried over by its positive share to the nearest
-    threshold that meets the constraints on the training rows too (none does: the closest
-    to feasible there); ``model.options["threshold_rule"]`` says which, and the message says
-    when no threshold met the constraints on the held-out rows. With ``select="none"`` it is
-    the best feasible one on the training rows, or on the held-out part of an algorithm that
-    holds one out;
-    the default algorithm (``lbfgs``) trains the weights by the plug-in route;
-    ``algorithm="constrained"`` by the Lagrangian primal-dual solver. ``model.options["constraints"]`` holds each
-    constraint's value on the training, held-out (``validation``: the out-of-fold predictions)
-    and ``eval_set`` rows and whether it holds there;
-    ``model.message`` says which are not met on the training data.
-
-    ``cluster`` (a ``distributed.Client`` or a scheduler address) trains on a Dask cluster,
-    the data staying on the workers; ``X`` may then be a data file or a list of files (``y``
-    None), each worker reading its own share (:mod:`calopt.training.distributed`).
-    """
-    if cluster is not None:
-        if constraints:
-            raise ParameterError("constraints with cluster=: a Dask run does not train under rate constraints")
-        return _fit_on_cluster(X, y, cluster=cluster, measure=measure, algorithm=algorithm, loss=loss,
-                               backend=backend, device=device, dtype=dtype, epochs=epochs, batch_size=batch_size,
-                               seed=seed, scale=scale, tune_threshold=tune_threshold, positive=positive,
-                               sample_weight=sample_weight, select=select, eval_set=eval_set, callback=callback,
-                               checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-                               interrupt=interrupt)
-    if y is None:
-        raise ParameterError("y (the labels) is needed; only a Dask run (cluster=) reads them from files")
-    labels = label_values(to_numpy(y), source="training labels")
-    parsed = parse_constraints(constraints)
-    if np.unique(labels).size > 2:
-        if parsed:
-            raise ParameterError(f"constraints are for two-class labels; the training labels have "
-                                 f"{np.unique(labels).size} classes")
-        if positive is not None:
-            raise ParameterError(f"positive={positive!r}: a positive class is for two-class labels; "
-                                 f"the training labels have {np.unique(labels).size} classes")
-        return _named(X, fit_multiclass(X, labels, algorithm=algorithm, loss=loss, measure=measure, backend=backend,
-                              dtype=dtype, device=device, epochs=epochs, batch_size=batch_size, seed=seed,
-                              scale=scale, sample_weight=sample_weight, select=select, patience=patience,
-                              max_epochs=max_epochs, eval_set=eval_set, callback=callback,
-                              checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-                              interrupt=interrupt))
-    measure = constrain(registry.get_measure(measure), parsed)
-    algorithms = _algorithms(measure, algorithm, loss)
-    fixed = given_parameters(algorithm) if len(algorithms) == 1 else set()
-    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("patience", patience),
-                        ("max_epochs", max_epochs)):
-        _check_count(name, value)
-    rule = parse_rule(select)
-    resume = checked_resume(checkpoint, checkpoint_every, resume)
+# -- the in-memory source: arrays, binary (constrained too) or one-vs-rest ------------------------
+def fit_binary(X: Any, labels: np.ndarray, plan: FitPlan, *, positive: Any = None, backend: str | None = None,
+               dtype: str | None = None, device: Any = None, sample_weight: Any = None,
+               eval_set: tuple[Any, Any] | None = None) -> LinearModel:
+    """The plan on two-class arrays (``labels`` as read): labels ±1, the rule for the data, the
+    features prepared on the backend, then :func:`_fit_binary`."""
     y_pm, classes = encode_binary(labels, positive=positive, source="training labels")
-    rule = _selection_rule([candidate for candidate, _ in algorithms], rule, y_pm, int(X.shape[1]))
+    rule = selection_rule(plan.components.algorithms, plan.select, y_pm, int(X.shape[1]))
     resolved = resolve_backend(X, backend, dtype, device)
     if X.shape[0] != y_pm.shape[0]:
         raise ParameterError(f"X has {X.shape[0]} rows but y has {y_pm.shape[0]} labels")
@@ -579,38 +454,12 @@ def fit(
                                                             source="evaluation labels")
     load_fold_splitter()  # a one-off import, not training time
     started = time.perf_counter()
-    data = prepare(X, y_pm, resolved, scale, weight)
+    data = prepare(X, y_pm, resolved, plan.scale, weight)
     evaluation = None if eval_set is None else prepare(eval_set[0], eval_labels, resolved, data.scale)
-    return _named(X, _fit_binary(data, classes, measure, algorithms, evaluation, epochs=epochs,
-                                 batch_size=batch_size, seed=seed, scale=scale, tune_threshold=tune_threshold,
-                                 started=started, select=rule, fixed=fixed, patience=patience, max_epochs=max_epochs,
-                                 callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                                 resume=resume, interrupt=interrupt))
+    return _fit_binary(data, classes, plan, rule, evaluation, started)
 
 
-def _named(X: Any, model: Model) -> Model:
-    """``model`` with the names of a DataFrame's columns as its ``feature_names`` (when they are
-    distinct strings, as scikit-learn's ``feature_names_in_``); other inputs leave it as it is."""
-    names = list(getattr(X, "columns", None) if hasattr(X, "columns") and hasattr(X, "dtypes") else [])
-    if names and all(isinstance(name, str) for name in names) and len(set(names)) == len(names):
-        model.options["data"] = {**model.options.get("data", {}), "feature_names": names}
-    return model
-
-
-def _fit_on_cluster(X: Any, y: Any, *, backend: Any, device: Any, sample_weight: Any, eval_set: Any,
-                    **options: Any) -> LinearModel:
-    """:func:`fit` on a Dask cluster (:mod:`calopt.training.distributed`), with what it does not do refused."""
-    from calopt.training.distributed import fit_on_cluster
-
-    for name, value in (("backend", backend if backend not in (None, "numpy") else None), ("device", device),
-                        ("sample_weight", sample_weight), ("eval_set", eval_set)):
-        if value is not None:
-            raise ParameterError(f"{name} is not supported with cluster= (the workers train on NumPy, "
-                                 f"unweighted; score the returned model on a test set)")
-    return fit_on_cluster(X, y, **options)
-
-
-def _selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarray, n_features: int) -> Rule:
+def selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarray, n_features: int) -> Rule:
     """The rule for training ``algorithms`` on labels ``y`` (±1) and rows of ``n_features``: ``rule``
     (None: automatic) checked against the data, or ``none`` when an algorithm reads the data its
     own way (it cannot be cross-fitted: an error when a rule was given)."""
@@ -625,32 +474,15 @@ def _selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarra
     return resolve_rule(rule, y, n_features, CV_ROWS)
 
 
-def _algorithms(measure: Measure, algorithm: Any, loss: Any) -> list[tuple[Algorithm, Any]]:
-    """The (algorithm, loss) pairs to train: the one named (or the binary default), or for
-    ``"auto"`` the measure's own solver (the ``"direct"`` default) and the binary default,
-    each with the loss given or its own default."""
-    if isinstance(algorithm, str) and algorithm.strip().lower() == "auto":
-        chosen = [registry.get_algorithm(name) for name in dict.fromkeys(registry.compared_algorithms(measure))]
-    else:
-        chosen = [registry.get_algorithm(algorithm or registry.default_algorithm(measure))]
-    return [(candidate, registry.get_loss(loss or registry.default_loss(candidate))) for candidate in chosen]
-
-
-def _fit_binary(data: Prepared, classes: tuple[Any, Any], measure: Measure, algorithms: list[tuple[Algorithm, Any]],
-                evaluation: Prepared | None, *, epochs: int | None, batch_size: int | None, seed: int, scale: bool,
-                tune_threshold: bool, started: float, select: Rule, fixed: set[str] = frozenset(),
-                patience: int = PATIENCE, max_epochs: int = MAX_EPOCHS, **run: Any) -> LinearModel:
-    """The binary configuration of the pipeline on prepared data (labels ±1, classes known).
-
-    ``algorithms`` holds the (algorithm, loss) to train, or those ``algorithm="auto"``
-    compares on the same folds (the first is the measure's own). ``select`` is the rule
-    (:mod:`calopt.training.selection`); ``fixed`` the parameters the user gave.
-    """
+def _binary_task(data: Prepared, plan: FitPlan, rule: Rule, evaluation: Prepared | None
+                 ) -> tuple[Problem, BinaryTask, np.ndarray, np.ndarray]:
+    """The problem and the task of a binary run, and the rows the weights see (``kept``) and
+    those an algorithm holds out for its threshold without a selection (``held``)."""
     backend, y_pm, weight = data.backend, data.y_host, data.weight
-    algorithm, loss = algorithms[0]
+    algorithm = plan.components.algorithm
     kept, held = np.arange(y_pm.size), np.arange(0)
-    if select.kind == "none" and algorithm.holdout > 0:  # selection tunes the threshold out of fold
-        kept, held = stratified_split(y_pm, algorithm.holdout, seed)
+    if rule.kind == "none" and algorithm.holdout > 0:  # selection tunes the threshold out of fold
+        kept, held = stratified_split(y_pm, algorithm.holdout, plan.seed)
     train_X = data.X if held.size == 0 else take_rows(data.X, kept, backend)
     train_y = data.y if held.size == 0 else backend.asarray(y_pm[kept])
     train_weight = None if weight is None else weight[kept]
@@ -661,139 +493,110 @@ def _fit_binary(data: Prepared, classes: tuple[Any, Any], measure: Measure, algo
     positive = y_pm[kept] > 0
     positive_rate = float(np.mean(positive) if weight is None else
                           np.sum(train_weight[positive]) / np.sum(train_weight))
-    problem = Problem(backend.xp, backend.dtype, backend.device, int(kept.size), int(data.X.shape[1]),
-                      positive_rate, measure, loss,
-                      batch_size or default_batch_size(int(kept.size), [a for a, _ in algorithms]),
-                      DEFAULT_EPOCHS if epochs is None else epochs,
-                      max_weight=1.0 if weight is None else float(np.max(train_weight) / np.mean(train_weight)))
-    task = BinaryTask(measure, (train_X, train_y, data.rows_weight(kept if held.size else None)), tune=tune,
+    problem = plan.problem(backend, kept.size, data.X.shape[1], positive_rate,
+                           batch_size=plan.budget.batch(int(kept.size), plan.components.algorithms),
+                           epochs=plan.budget.passes(),
+                           max_weight=1.0 if weight is None else float(np.max(train_weight) / np.mean(train_weight)))
+    task = BinaryTask(plan.measure, (train_X, train_y, data.rows_weight(kept if held.size else None)), tune=tune,
                       evaluation=None if evaluation is None else (evaluation.X, evaluation.y, None),
-                      tune_threshold=tune_threshold)
-    run_options = {"measure": measure.spec, "algorithm": algorithm.spec, "loss": loss.spec,
-                   "epochs": epochs, "batch_size": problem.batch_size, "seed": seed,
-                   "backend": backend.name, "dtype": backend.dtype_name, "scale": scale,
-                   "tune_threshold": tune_threshold, "eval_set": evaluation is not None,
-                   "classes": [json_label(c) for c in classes], "select": str(select)}
-    if len(algorithms) > 1:
-        run_options["algorithm"] = run_options["loss"] = "auto"
-    for candidate, candidate_loss in algorithms:
+                      tune_threshold=plan.tune_threshold)
+    return problem, task, kept, held
+
+
+def _selector(data: Prepared, plan: FitPlan, rule: Rule, problem: Problem) -> tuple[Selector | None, Problem]:
+    """The settings selection of ``rule`` (None for ``none``) and the problem it runs on (its pass cap)."""
+    if rule.kind == "none":
+        return None, problem
+    budget, y_pm, weight = plan.budget, data.y_host, data.weight
+    rule_folds = folds_of(y_pm, rule, plan.seed)
+    K = rule.folds if rule.kind == "cv" else 1
+    top = float(np.max(fold_weights(rule_folds, K, weight)))
+    arms = [Arm.build(candidate, candidate_loss, grid_of(candidate, plan.components.fixed), problem, K,
+                      data.backend, top) for candidate, candidate_loss in plan.components.candidates]
+    selector = Selector(arms, rule, rule_folds, data.X, y_pm, weight, plan.measure, data.backend,
+                        patience=None if budget.epochs is not None else budget.patience,
+                        latest=budget.epochs is not None)
+    return selector, problem._replace(epochs=budget.epochs or budget.max_epochs)
+
+
+def _run_options(plan: FitPlan, classes: tuple[Any, ...], problem: Problem, backend: Backend,
+                 evaluation: Any, rule: Rule) -> dict[str, Any]:
+    """What a resumed binary run must repeat (the checkpoint's options)."""
+    components = plan.components
+    options = {"measure": plan.measure.spec, "algorithm": components.algorithm.spec, "loss": components.loss.spec,
+               "epochs": plan.budget.epochs, "batch_size": problem.batch_size, "seed": plan.seed,
+               "backend": backend.name, "dtype": backend.dtype_name, "scale": plan.scale,
+               "tune_threshold": plan.tune_threshold, "eval_set": evaluation is not None,
+               "classes": [json_label(c) for c in classes], "select": str(rule)}
+    if len(components.candidates) > 1:
+        options["algorithm"] = options["loss"] = "auto"
+    return options
+
+
+def _fit_binary(data: Prepared, classes: tuple[Any, Any], plan: FitPlan, rule: Rule, evaluation: Prepared | None,
+                started: float, run: RunControl | None = None) -> LinearModel:
+    """The binary plan on prepared data (labels ±1, classes known) with the selection ``rule``.
+
+    ``run`` replaces the plan's run control (one class of a one-vs-rest run, its own).
+    """
+    backend, measure, run = data.backend, plan.measure, run or plan.run
+    problem, task, kept, held = _binary_task(data, plan, rule, evaluation)
+    run_options = _run_options(plan, classes, problem, backend, evaluation, rule)
+    for candidate, candidate_loss in plan.components.candidates:
         candidate.check_problem(problem._replace(loss=candidate_loss))
-
-    selector = None
-    if select.kind != "none":
-        rule_folds = folds_of(y_pm, select, seed)
-        K = select.folds if select.kind == "cv" else 1
-        top = float(np.max(fold_weights(rule_folds, K, weight)))
-        arms = [Arm.build(candidate, candidate_loss, grid_of(candidate, fixed), problem, K, backend, top)
-                for candidate, candidate_loss in algorithms]
-        selector = Selector(arms, select, rule_folds, data.X, y_pm, weight, measure, backend,
-                            patience=None if epochs is not None else patience, latest=epochs is not None)
-        problem = problem._replace(epochs=epochs or max_epochs)
-
-    trained = train(data, algorithm, problem, task, seed=seed, run_options=run_options,
-                    kept=None if held.size == 0 else kept, started=started, selector=selector, **run)
+    selector, problem = _selector(data, plan, rule, problem)
+    trained = train(data, plan.components.algorithm, problem, task, seed=plan.seed, run_options=run_options,
+                    kept=None if held.size == 0 else kept, started=started, selector=selector, **run.keywords())
     constrained, message = {}, trained.result.message
     if isinstance(measure, ConstrainedMeasure):
-        w, b = backend.asarray(trained.w), backend.asarray(np.float64(trained.b - trained.threshold))
-        report = constraint_report(measure.constraints, w, b, train=task.train,
-                                   validation=None if task.tune is task.train else task.tune,
-                                   held_out=trained.held_out, test=task.evaluation)
-        b_raw = backend.asarray(np.float64(trained.b))
-        if not all(entry["satisfied"] for entry in report):  # for the messages: what thresholds can reach
-            X_train, y_train, weight_train = task.train
-            jointly = best_threshold(X_train @ w + b_raw, y_train, measure, weight_train)[1] >= 0
-            for entry in report:
-                if not entry["satisfied"]:
-                    entry["best"] = report_best(entry, w, b_raw, task.train)
-                    entry["jointly"] = bool(jointly)
-        unmet = [unmet_message(entry) for entry in report if not entry["satisfied"]]
-        if trained.selection is not None:  # its value is the objective's among feasible thresholds
-            trained.selection["measure"] = measure.spec
-        if trained.selection is not None and trained.selection["value"] < 0:  # none feasible out of fold
-            unmet.insert(0, held_out_unmet_message(report, trained.selection["rule"]))
-        constrained = {"constraints": report, "threshold_rule": task.rule}
-        message = "; ".join(filter(None, [message, *unmet]))
-    return LinearModel(
-        coef=trained.w / data.scale,
-        intercept=trained.b - trained.threshold,
-        classes=classes,
-        measure=getattr(measure, "objective", measure).spec,
-        algorithm=trained.algorithm.spec,
-        loss=trained.loss.spec,
-        scale=data.scale,
-        threshold=trained.threshold,
-        options={"epochs": trained.selection["epochs"] if trained.selection else trained.result.epochs,
-                 "batch_size": trained.batch_size, "seed": seed,
-                 "backend": backend.name, "dtype": backend.dtype_name,
-                 "scale": scale, "tune_threshold": tune_threshold,
-                 "algorithm_params": trained.algorithm.params, "select": str(select),
-                 **({"selection": trained.selection} if trained.selection else {}), **constrained},
-        history=trained.result.history,
-        fit_seconds=trained.seconds,
-        status=trained.result.status,
-        message=message,
-        version=__version__,
-    )
+        constrained, message = _constraint_outcome(measure, trained, task, backend)
+    report = FitReport(epochs=trained.selection["epochs"] if trained.selection else trained.result.epochs,
+                       batch_size=trained.batch_size, seed=plan.seed, backend=backend.name, dtype=backend.dtype_name,
+                       scale=plan.scale, tune_threshold=plan.tune_threshold,
+                       algorithm_params=trained.algorithm.params, select=str(rule), selection=trained.selection,
+                       **constrained)
+    return plan.model(trained.w / data.scale, trained.b - trained.threshold, classes, report,
+                      algorithm=trained.algorithm, loss=trained.loss, scale=data.scale, threshold=trained.threshold,
+                      history=trained.result.history, fit_seconds=trained.seconds, status=trained.result.status,
+                      message=message)
 
 
-def fit_multiclass(
-    X: Any,
-    y: Any,
-    *,
-    algorithm: Any = None,
-    loss: Any = None,
-    measure: Any = "f1",
-    backend: str | None = None,
-    dtype: str | None = None,
-    device: Any = None,
-    epochs: int | None = None,
-    batch_size: int | None = None,
-    seed: int = 0,
-    scale: bool = True,
-    sample_weight: Any = None,
-    select: str = "auto",
-    patience: int = PATIENCE,
-    max_epochs: int = MAX_EPOCHS,
-    eval_set: tuple[Any, Any] | None = None,
-    callback: Callback | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    checkpoint_every: int | None = None,
-    resume: Any = None,
-    interrupt: Callable[[], bool] | None = None,
-) -> MulticlassModel:
-    """Train a one-vs-rest linear classifier on (X, y) with any number of classes ≥ 2.
+def _constraint_outcome(measure: ConstrainedMeasure, trained: Trained, task: BinaryTask,
+                        backend: Backend) -> tuple[dict[str, Any], str]:
+    """The constraints' report (each one's values, what thresholds could reach for one not met) and
+    the model's message with the constraints not met."""
+    w, b = backend.asarray(trained.w), backend.asarray(np.float64(trained.b - trained.threshold))
+    report = constraint_report(measure.constraints, w, b, train=task.train,
+                               validation=None if task.tune is task.train else task.tune,
+                               held_out=trained.held_out, test=task.evaluation)
+    b_raw = backend.asarray(np.float64(trained.b))
+    if not all(entry["satisfied"] for entry in report):  # for the messages: what thresholds can reach
+        X_train, y_train, weight_train = task.train
+        jointly = best_threshold(X_train @ w + b_raw, y_train, measure, weight_train)[1] >= 0
+        for entry in report:
+            if not entry["satisfied"]:
+                entry["best"] = report_best(entry, w, b_raw, task.train)
+                entry["jointly"] = bool(jointly)
+    unmet = [unmet_message(entry) for entry in report if not entry["satisfied"]]
+    if trained.selection is not None:  # its value is the objective's among feasible thresholds
+        trained.selection["measure"] = measure.spec
+    if trained.selection is not None and trained.selection["value"] < 0:  # none feasible out of fold
+        unmet.insert(0, held_out_unmet_message(report, trained.selection["rule"]))
+    message = "; ".join(filter(None, [trained.result.message, *unmet]))
+    return {"constraints": tuple(report), "threshold_rule": task.rule}, message
 
-    ``algorithm`` defaults to ``multinomial`` (the softmax loss by L-BFGS). An algorithm
-    that declares ``multiclass`` (multinomial, SLND) trains all classes in one run; any
-    other algorithm runs the binary pipeline once per class (class c as positive, with
-    ``measure``); each class's scores are then put on a common scale
-    for the argmax: centred at its threshold tuned for ``measure`` (0 is "class c" by
-    that class's own rule) and divided by their standard deviation on the training
-    data. On letter (70/30, seed 0) that took test top-1 from 0.37 to 0.55 (spade,
-    gmean) and from 0.35 to 0.62 (stamp, f1). Features are max-abs scaled as in
-    :func:`fit`. ``eval_set=(X_test, y_test)`` adds the test top-1 accuracy (classes
-    trained together) or the macro test measure (one class at a time) to each history
-    row. ``callback`` runs after each epoch; one class at a time, its record counts the
-    epochs of all classes (``epoch`` of ``total_epochs``).
 
-    ``checkpoint``, ``checkpoint_every``, ``resume`` and ``interrupt`` work as in
-    :func:`fit`; one class at a time, the checkpoint also holds the classes already
-    finished.
-    """
-    labels = label_values(to_numpy(y), source="training labels")
+def fit_multiclass_arrays(X: Any, labels: np.ndarray, plan: FitPlan, *, backend: str | None = None,
+                          dtype: str | None = None, device: Any = None, sample_weight: Any = None,
+                          eval_set: tuple[Any, Any] | None = None) -> MulticlassModel:
+    """The plan on arrays of two or more classes, one-vs-rest: every class in one run (an algorithm
+    that declares ``multiclass``) or one binary run per class (see :func:`calopt.fit_multiclass`)."""
     codes, classes = encode_multiclass(labels, source="training labels")
     if classes.size < 2:
         raise DataError(f"only one class ({label_text(classes[0])}); need two or more", source="training labels")
     if X.shape[0] != codes.size:
         raise ParameterError(f"X has {X.shape[0]} rows but y has {codes.size} labels")
-    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("patience", patience),
-                        ("max_epochs", max_epochs)):
-        _check_count(name, value)
-    rule = parse_rule(select)
-    resume = checked_resume(checkpoint, checkpoint_every, resume)
-    measure = registry.get_measure(measure)
-    algorithm = registry.get_algorithm(algorithm or registry.default_algorithm(measure, "multiclass"))
-    loss = registry.get_loss(loss or registry.default_loss(algorithm))
+    algorithm, rule = plan.components.algorithm, plan.select
     if algorithm.multiclass and rule is not None and rule.kind != "none":
         raise ParameterError(f"select={rule}: algorithm {algorithm.name!r} trains every class at once and is not "
                              f"cross-fitted; use select='auto' (its own stopping rule) or 'none'")
@@ -805,133 +608,165 @@ def fit_multiclass(
     eval_codes = None if eval_set is None else encode_among(to_numpy(eval_set[1]), classes,
                                                             source="evaluation labels")
     members = codes[None, :] == np.arange(C)[:, None]
-    data = prepare(X, np.where(members, 1.0, -1.0), resolved, scale, sample_weights(sample_weight, codes.size))
+    data = prepare(X, np.where(members, 1.0, -1.0), resolved, plan.scale, sample_weights(sample_weight, codes.size))
     # what a resumed run must repeat; "classes" tells a multiclass checkpoint from a binary one
     options = {"classes": list(classes), "one_vs_rest": "together" if algorithm.multiclass else "per class",
-               "measure": measure.spec, "algorithm": algorithm.spec, "loss": loss.spec, "epochs": epochs,
-               "batch_size": batch_size, "seed": seed, "backend": resolved.name,
-               "dtype": resolved.dtype_name, "scale": scale, "eval_set": eval_set is not None}
-    run = dict(callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-               interrupt=interrupt)
+               "measure": plan.measure.spec, "algorithm": algorithm.spec, "loss": plan.components.loss.spec,
+               "epochs": plan.budget.epochs, "batch_size": plan.budget.batch_size, "seed": plan.seed,
+               "backend": resolved.name, "dtype": resolved.dtype_name, "scale": plan.scale,
+               "eval_set": eval_set is not None}
     if not algorithm.multiclass:
         evaluation = None
         if eval_set is not None:
             evaluation = prepare(eval_set[0], np.where(eval_codes == np.arange(C)[:, None], 1.0, -1.0),
                                  resolved, data.scale)
         options["select"] = str(rule or "auto")
-        return _fit_one_class_at_a_time(data, classes, measure, algorithm, loss, evaluation, options,
-                                        epochs=epochs, batch_size=batch_size, seed=seed, scale=scale,
-                                        started=started, select=rule, patience=patience, max_epochs=max_epochs,
-                                        **run)
-
-    if epochs is None:  # until the algorithm's own convergence test stops it, or the fixed default
-        epochs = max_epochs if type(algorithm).converged is not Algorithm.converged else DEFAULT_EPOCHS
-    problem = Problem(resolved.xp, resolved.dtype, resolved.device, int(codes.size), int(data.X.shape[1]),
-                      1.0 / C, measure, loss, batch_size or default_batch_size(int(codes.size), [algorithm]),
-                      epochs, n_classes=C)
-    device_codes = resolved.xp.asarray(codes, device=resolved.device)
+        return OneVsRest(data, classes, plan, options).fit(evaluation, started)
     evaluation = None
     if eval_set is not None:
         eval_data = prepare(eval_set[0], eval_codes, resolved, data.scale)
         evaluation = (eval_data.X, resolved.xp.asarray(eval_codes, device=resolved.device))
-    task = MulticlassTask((data.X, device_codes), evaluation, resolved)
-    trained = train(data, algorithm, problem, task, seed=seed, run_options=options, started=started, **run)
-    return MulticlassModel(
-        coef=trained.w / data.scale[:, None],
-        intercept=trained.b,
-        classes=classes, measure=measure.spec, algorithm=trained.algorithm.spec, loss=loss.spec,
-        scale=data.scale,
-        options={"epochs": trained.result.epochs, "batch_size": problem.batch_size, "seed": seed,
-                 "backend": resolved.name, "dtype": resolved.dtype_name, "scale": scale,
-                 "algorithm_params": trained.algorithm.params,
-                 "rank": getattr(trained.reader, "rank", None), "sample": getattr(trained.reader, "sample", None)},
-        history=trained.result.history,
-        fit_seconds=trained.seconds,
-        status=trained.result.status, message=trained.result.message, version=__version__,
-    )
+    return _fit_together(data, codes, classes, plan, evaluation, options, started)
 
 
-def _fit_one_class_at_a_time(
-    data: Prepared, classes: tuple[Any, ...], measure: Measure, algorithm: Algorithm, loss: Any,
-    evaluation: Prepared | None, options: dict[str, Any], *, epochs: int | None, batch_size: int | None, seed: int,
-    scale: bool, started: float, select: Rule | None, patience: int, max_epochs: int, callback: Callback | None,
-    checkpoint: Any, checkpoint_every: int | None, resume: Checkpoint | None, interrupt: Callable[[], bool] | None,
-) -> MulticlassModel:
-    """One-vs-rest by the binary pipeline once per class; checkpoints name the class and keep the finished ones.
+def _fit_together(data: Prepared, codes: np.ndarray, classes: tuple[Any, ...], plan: FitPlan,
+                  evaluation: tuple[Any, Array] | None, options: dict[str, Any], started: float) -> MulticlassModel:
+    """Every class in one run of an algorithm that declares ``multiclass`` (top-1 in the history)."""
+    algorithm, resolved, C = plan.components.algorithm, data.backend, len(classes)
+    # until the algorithm's own convergence test stops it, or the fixed default
+    default = plan.budget.max_epochs if type(algorithm).converged is not Algorithm.converged else DEFAULT_EPOCHS
+    problem = plan.problem(resolved, codes.size, data.X.shape[1], 1.0 / C,
+                           batch_size=plan.budget.batch(int(codes.size), [algorithm]),
+                           epochs=plan.budget.passes(default), n_classes=C)
+    task = MulticlassTask((data.X, resolved.xp.asarray(codes, device=resolved.device)), evaluation, resolved)
+    trained = train(data, algorithm, problem, task, seed=plan.seed, run_options=options, started=started,
+                    **plan.run.keywords())
+    report = FitReport(epochs=trained.result.epochs, batch_size=problem.batch_size, seed=plan.seed,
+                       backend=resolved.name, dtype=resolved.dtype_name, scale=plan.scale,
+                       algorithm_params=trained.algorithm.params, rank=getattr(trained.reader, "rank", None),
+                       sample=getattr(trained.reader, "sample", None))
+    return plan.model(trained.w / data.scale[:, None], trained.b, classes, report, algorithm=trained.algorithm,
+                      scale=data.scale, history=trained.result.history, fit_seconds=trained.seconds,
+                      status=trained.result.status, message=trained.result.message)
 
-    A class's own checkpoint is wrapped in the multiclass one: its options and
-    fingerprint move to ``one_vs_rest`` (with the finished classes), so resuming checks
-    the multiclass run, restores the finished classes and resumes the current one.
+
+def score_spread(scores: np.ndarray, weight: np.ndarray | None = None) -> float:
+    """The standard deviation of one class's training scores (weighted by the sample weights when
+    given, so that integer weights give what repeated rows give); 1 when it is 0 or not finite.
+
+    One class at a time, each class's scores are divided by it, to put the classes on one scale
+    for the argmax (:func:`calopt.fit_multiclass`).
     """
-    C = len(classes)
-    fingerprint = functools.cache(lambda: data_fingerprint(data.X, data.y_host, data.backend, data.scale))
-    if resume is not None:
-        resume.check(options, fingerprint())
-    finished: list[dict[str, Any]] = []  # per class: coef, intercept, history, status, message, options
-    current = None
-    if resume is not None:
+    if weight is None:
+        spread = float(np.std(scores))
+    else:
+        scores = np.asarray(scores, dtype=np.float64)
+        mean = weight @ scores / np.sum(weight)
+        spread = float(np.sqrt(weight @ (scores - mean) ** 2 / np.sum(weight)))
+    return spread if spread > 0 and np.isfinite(spread) else 1.0
+
+
+class OneVsRest:
+    """One-vs-rest by the binary plan once per class; checkpoints name the class and keep the finished ones.
+
+    A class's own checkpoint is wrapped in the multiclass one: its options and fingerprint
+    move to ``one_vs_rest`` (with the finished classes), so resuming checks the multiclass
+    run, restores the finished classes and resumes the current one. Each class's scores
+    are divided by their spread on the training rows (:func:`score_spread`, weighted by the
+    sample weights).
+    """
+
+    def __init__(self, data: Prepared, classes: tuple[Any, ...], plan: FitPlan, options: dict[str, Any]):
+        self.data, self.classes, self.plan, self.options = data, classes, plan, options
+        self.fingerprint = functools.cache(lambda: data_fingerprint(data.X, data.y_host, data.backend, data.scale))
+        self.finished: list[dict[str, Any]] = []  # per class: coef, intercept, history, status, message, options
+
+    def _restore(self, resume: Checkpoint) -> Checkpoint:
+        """The finished classes of a one-vs-rest checkpoint, and the current class's own checkpoint."""
+        resume.check(self.options, self.fingerprint())
         part = resume.one_vs_rest or {}
         done = part.get("finished", [])
         coefs = resume.arrays.get("finished.coef")
         if not isinstance(part.get("class"), int) or len(done) != part["class"] or \
                 (done and (coefs is None or coefs.ndim != 2 or coefs.shape[1] != len(done))):
             raise ModelFileError(f"{resume.source}: incomplete one-vs-rest checkpoint")
-        finished = [{**entry, "coef": coefs[:, c]} for c, entry in enumerate(done)]
-        current = dataclasses.replace(resume, options=part["options"], fingerprint=part["fingerprint"],
-                                      one_vs_rest=None)
+        self.finished = [{**entry, "coef": coefs[:, c]} for c, entry in enumerate(done)]
+        return dataclasses.replace(resume, options=part["options"], fingerprint=part["fingerprint"], one_vs_rest=None)
 
-    def wrap(inner: Checkpoint, c: int) -> Checkpoint:
+    def wrap(self, inner: Checkpoint, c: int) -> Checkpoint:
+        """Class ``c``'s checkpoint inside the multiclass one, with the finished classes."""
         arrays = dict(inner.arrays)
-        if finished:
-            arrays["finished.coef"] = np.stack([entry["coef"] for entry in finished], axis=1)
-        return dataclasses.replace(inner, options=options, fingerprint=fingerprint(), arrays=arrays, one_vs_rest={
-            "class": c, "label": label_text(classes[c]), "options": inner.options, "fingerprint": inner.fingerprint,
-            "finished": [{k: v for k, v in entry.items() if k != "coef"} for entry in finished]})
+        if self.finished:
+            arrays["finished.coef"] = np.stack([entry["coef"] for entry in self.finished], axis=1)
+        return dataclasses.replace(inner, options=self.options, fingerprint=self.fingerprint(), arrays=arrays,
+                                   one_vs_rest={"class": c, "label": label_text(self.classes[c]),
+                                                "options": inner.options, "fingerprint": inner.fingerprint,
+                                                "finished": [{k: v for k, v in entry.items() if k != "coef"}
+                                                             for entry in self.finished]})
 
-    first_to_fit = len(finished)
-    cap = epochs or max_epochs  # a class's passes at the most (the progress callback's count)
-    for c in range(first_to_fit, C):
-        write = None if checkpoint is None else (lambda inner, c=c: wrap(inner, c).save(checkpoint))
-        on_epoch = None if callback is None else (lambda info, c=c: callback(
+    def _run(self, c: int, resume: Checkpoint | None) -> RunControl:
+        """Class ``c``'s run control: its checkpoints wrapped, its epochs counted across the classes."""
+        run, C = self.plan.run, len(self.classes)
+        cap = self.plan.budget.epochs or self.plan.budget.max_epochs  # a class's passes at the most
+        write = None if run.checkpoint is None else (lambda inner: self.wrap(inner, c).save(run.checkpoint))
+        on_epoch = None if run.callback is None else (lambda info: run.callback(
             info._replace(epoch=c * cap + info.epoch, total_epochs=C * cap)))
-        class_data = data.with_labels(data.y_host[c])
-        class_eval = None if evaluation is None else evaluation.with_labels(evaluation.y_host[c])
-        try:
-            rule = _selection_rule([algorithm], select, class_data.y_host, int(data.X.shape[1]))
-            model = _fit_binary(class_data, (-1.0, 1.0), measure, [(algorithm, loss)], class_eval, epochs=epochs,
-                                batch_size=batch_size, seed=seed, scale=scale, tune_threshold=True, select=rule,
-                                patience=patience, max_epochs=max_epochs,
-                                started=time.perf_counter(), callback=on_epoch, checkpoint=write,
-                                checkpoint_every=checkpoint_every,
-                                resume=current if c == first_to_fit else None, interrupt=interrupt)
-        except TrainingInterrupted as exc:
-            saved = wrap(exc.checkpoint, c)
-            where = f"; checkpoint written to {checkpoint}" if checkpoint is not None else ""
-            raise TrainingInterrupted(f"training interrupted in {saved.describe()}{where}", saved,
-                                      checkpoint) from None
-        spread = float(np.std(to_numpy(model.decision_function(data.raw))))
-        spread = spread if spread > 0 and np.isfinite(spread) else 1.0
-        finished.append({"coef": model.coef / spread, "intercept": model.intercept / spread,
-                         "spread": spread, "history": model.history,
-                         "status": model.status, "message": model.message, "options": model.options,
-                         "scale": model.scale.tolist()})
+        return RunControl(on_epoch, write, run.checkpoint_every, resume, run.interrupt)
 
-    history = [
-        {"epoch": rows[0]["epoch"], "seconds": sum(r["seconds"] for r in rows),
-         **{key: float(np.mean([r[key] for r in rows])) for key in ("train", "test") if key in rows[0]}}
-        for rows in zip(*(entry["history"] for entry in finished))
-    ]
-    first = finished[0]
-    return MulticlassModel(
-        coef=np.stack([entry["coef"] for entry in finished], axis=1),
-        intercept=np.array([entry["intercept"] for entry in finished]),
-        classes=classes, measure=measure.spec, algorithm=algorithm.spec, loss=loss.spec,
-        scale=np.asarray(first["scale"], dtype=np.float64),
-        options={**first["options"], "one_vs_rest": "per class",
-                 "score_spreads": [entry.get("spread", 1.0) for entry in finished]},
-        history=history, fit_seconds=time.perf_counter() - started + (resume.seconds if resume else 0.0),
-        status=min(entry["status"] for entry in finished),
-        message="; ".join(dict.fromkeys(entry["message"] for entry in finished)),
-        version=__version__,
-    )
+    def fit(self, evaluation: Prepared | None, started: float) -> MulticlassModel:
+        """Train the classes not finished yet, in order, and put them together."""
+        data, plan = self.data, self.plan
+        # each class searches every tunable, the ones the user gave too (as before the plan: the
+        # models stay as they were; a given step is kept with select="none")
+        plan = dataclasses.replace(plan, components=dataclasses.replace(plan.components, fixed=frozenset()))
+        resume = plan.run.resume
+        current = None if resume is None else self._restore(resume)
+        first_to_fit = len(self.finished)
+        for c in range(first_to_fit, len(self.classes)):
+            class_data = data.with_labels(data.y_host[c])
+            class_eval = None if evaluation is None else evaluation.with_labels(evaluation.y_host[c])
+            try:
+                rule = selection_rule([plan.components.algorithm], plan.select, class_data.y_host,
+                                      int(data.X.shape[1]))
+                model = _fit_binary(class_data, (-1.0, 1.0), plan, rule, class_eval, time.perf_counter(),
+                                    self._run(c, current if c == first_to_fit else None))
+            except TrainingInterrupted as exc:
+                saved = self.wrap(exc.checkpoint, c)
+                path = plan.run.checkpoint
+                where = f"; checkpoint written to {path}" if path is not None else ""
+                raise TrainingInterrupted(f"training interrupted in {saved.describe()}{where}", saved,
+                                          path) from None
+            spread = score_spread(to_numpy(model.decision_function(data.raw)), data.weight)
+            self.finished.append({"coef": model.coef / spread, "intercept": model.intercept / spread,
+                                  "spread": spread, "history": model.history, "status": model.status,
+                                  "message": model.message, "options": model.fit_report.to_json(),
+                                  "scale": model.scale.tolist()})
+        return self._model(started)
 
+    def _model(self, started: float) -> MulticlassModel:
+        """The classes' models as one: their weights side by side, the history averaged over the classes."""
+        finished, resume = self.finished, self.plan.run.resume
+        history = [
+            {"epoch": rows[0]["epoch"], "seconds": sum(r["seconds"] for r in rows),
+             **{key: float(np.mean([r[key] for r in rows])) for key in ("train", "test") if key in rows[0]}}
+            for rows in zip(*(entry["history"] for entry in finished))
+        ]
+        first = finished[0]
+        report = FitReport.from_json(first["options"]).replace(
+            one_vs_rest="per class", score_spreads=tuple(entry.get("spread", 1.0) for entry in finished))
+        coef = np.stack([entry["coef"] for entry in finished], axis=1)
+        return self.plan.model(
+            coef, np.array([entry["intercept"] for entry in finished]), self.classes, report, scale=np.asarray(first["scale"], dtype=np.float64), history=history,
+            fit_seconds=time.perf_counter() - started + (resume.seconds if resume else 0.0),
+            status=min(entry["status"] for entry in finished),
+            message="; ".join(dict.fromkeys(entry["message"] for entry in finished)))
+
+
+def named(X: Any, model: Model) -> Model:
+    """``model`` with the names of a DataFrame's columns as its ``feature_names`` (when they are
+    distinct strings, as scikit-learn's ``feature_names_in_``); other inputs leave it as it is."""
+    names = list(getattr(X, "columns", None) if hasattr(X, "columns") and hasattr(X, "dtypes") else [])
+    if names and all(isinstance(name, str) for name in names) and len(set(names)) == len(names):
+        model.fit_report = model.fit_report.replace(data=dataclasses.replace(model.fit_report.data or DataReading(),
+                                                                             feature_names=tuple(names)))
+    return model

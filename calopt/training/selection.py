@@ -670,7 +670,7 @@ class Selection:
     diverged: int = 0  #: the pass where the chosen candidate's weights became non-finite (0: never)
 
     def report(self) -> dict[str, Any]:
-        """A JSON-ready account (``model.options["selection"]``, ``--json``)."""
+        """A JSON-ready account (``model.fit_report.selection``, ``--json``)."""
         report = {"rule": str(self.rule), "value": self.value, "epochs": self.epochs, "epochs_run": self.epochs_run,
                   "threshold": self.threshold, "positive_share": self.share, "algorithm": self.algorithm.spec,
                   "loss": self.loss.spec,

@@ -31,7 +31,6 @@ weights, no checkpoints: each is a clear error here.
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable
 from typing import Any
@@ -39,9 +38,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from calopt import registry
 from calopt.algorithms import Algorithm, Problem
-from calopt.backends import get_backend, to_numpy
+from calopt.backends import Backend, get_backend, to_numpy
 from calopt.errors import DataError, ParameterError, TrainingError
 from calopt.io.labels import encode_binary
 from calopt.io.stream import (
@@ -55,14 +53,13 @@ from calopt.io.stream import (
     widen,
 )
 from calopt.models.linear import LinearModel
-from calopt.training import pipeline
+from calopt.models.report import DataReading, FitReport, StreamReport
 from calopt.training.loop import NONFINITE, EpochRecord, run
-from calopt.training.pipeline import DEFAULT_EPOCHS, default_batch_size
-from calopt.training.selection import TRIAL_ROWS, choose_settings, parse_rule
+from calopt.training.plan import FitPlan, check_count
+from calopt.training.selection import TRIAL_ROWS, choose_settings
 from calopt.training.threshold import best_cut, cut_values
-from calopt.version import __version__
 
-__all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_BYTES", "THRESHOLD_ROWS", "fit", "fit_chunks", "fit_stream",
+__all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_BYTES", "THRESHOLD_ROWS", "fit_chunks", "fit_stream",
            "folded_scores", "partial_fit_chunks", "threshold_rows", "window_cut"]
 
 #: Rows the first pass keeps for the step trial (which uses at most 2 × TRIAL_ROWS).
@@ -84,130 +81,134 @@ SCORE_ROWS = 65_536
 STREAM_BATCH_ROWS = 65_536
 
 
-def fit_stream(
-    source: Any,
-    *,
-    measure: Any = "f1",
-    algorithm: Any = None,
-    loss: Any = None,
-    epochs: int | None = None,
-    batch_size: int | None = None,
-    seed: int = 0,
-    scale: bool = True,
-    tune_threshold: bool = True,
-    positive: Any = None,
-    select: str = "none",
-    buffer_rows: int = BUFFER_ROWS,
-    sample_rows: int = SAMPLE_ROWS,
-    callback: Callable[[EpochRecord], None] | None = None,
-    progress: Callable[[int, str], None] | None = None,
-    found: Survey | None = None,
-) -> LinearModel:
-    """Train a binary linear classifier for ``measure`` on a stream of rows (see the module docstring).
+def fit_stream(source: Any, plan: FitPlan, *, positive: Any = None, buffer_rows: int = BUFFER_ROWS,
+               sample_rows: int = SAMPLE_ROWS, progress: Callable[[int, str], None] | None = None,
+               found: Survey | None = None) -> LinearModel:
+    """Train a binary linear classifier for the plan's measure on a stream of rows (see the module docstring).
 
     ``source`` is a :class:`~calopt.io.stream.ChunkSource` (:func:`~calopt.io.stream.open_stream`)
     or an iterable of ``(X, y)`` chunks that can be iterated more than once (a list).
     ``buffer_rows`` bounds the shuffle buffer; ``progress(rows, pass_name)`` is called
     after each part of each pass; ``found`` is the source's survey when already made (its labels
-    and sample are released once used).
-    The other options are :func:`calopt.fit`'s.
+    and sample are released once used). :func:`calopt.fit` with ``y`` None resolves the plan
+    (``task="direct"``: the measure's own solver by default) and calls this.
     """
-    rule = parse_rule(select)
+    rule = plan.select
     if rule is not None and rule.kind != "none":
         raise ParameterError(f"select={rule}: a stream trains with select='none' (the step trial on a sample, "
                              f"a fixed number of passes); cross-fitting needs the rows in memory")
-    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("sample_rows", sample_rows)):
-        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-            raise ParameterError(f"{name} must be a whole number ≥ 1, got {value!r}")
-    measure = registry.get_measure(measure)
-    algorithm = registry.get_algorithm(algorithm or registry.default_algorithm(measure, "direct"))
-    loss = registry.get_loss(loss or registry.default_loss(algorithm))
-    if type(algorithm).prepare is not Algorithm.prepare:
-        raise ParameterError(f"algorithm {algorithm.name!r} reads the data its own way and cannot train on a stream")
-    source = chunk_source(source)
-    started = time.perf_counter()
-    kept_rows = threshold_rows(source) if tune_threshold else 0
-    found = found or survey(source, sample_rows=max(sample_rows, kept_rows), seed=seed, progress=progress)
-    if np.unique(found.labels).size > 2:
-        raise DataError(f"{np.unique(found.labels).size} classes; streaming trains two-class problems "
-                        f"(train one class against the rest in memory, or relabel)", source="training labels")
-    y_pm, classes = encode_binary(found.labels, positive=positive, source="training labels")
-    found.labels = found.labels[:0]  # encoded: the labels as read are O(n) memory no longer needed
-    factors = np.ones(found.n_features) if not scale else found.max_abs.astype(np.float64).copy()
-    factors[~(factors > 0) | ~np.isfinite(factors)] = 1.0
-    backend = get_backend("numpy", dtype="float64")
-    n, d = found.n_rows, found.n_features
-    if batch_size is None:
-        batch_size = default_batch_size(n, [algorithm])
-        if algorithm.full_batch:
-            batch_size = min(batch_size, STREAM_BATCH_ROWS)
-    problem = Problem(backend.xp, backend.dtype, backend.device, n, d, float(np.mean(y_pm > 0)), measure, loss,
-                      batch_size, DEFAULT_EPOCHS if epochs is None else epochs)
-    algorithm.check_problem(problem)
-    reader = StreamReader(source, found, backend.asarray(y_pm), factors, backend.xp, buffer_rows=buffer_rows,
-                          progress=progress)
-    trial = found.bottom(sample_rows)  # the bottom-sample_rows sample of the first pass's keys
-    trial_rows = int(trial.size)
-    sample = reader.prepared(found.sample[trial] if trial.size < found.sample_index.size else found.sample)
-    algorithm = choose_settings(algorithm, problem, sample, y_pm[found.sample_index[trial]],
-                                np.arange(trial.size), seed, backend)
-    sample = trial = None  # the trial's scaled rows are not needed while training
-    if tune_threshold:  # the threshold's rows (features as read), all the others released
-        kept = found.bottom(kept_rows)
-        if kept.size < found.sample_index.size:
-            found.sample, found.sample_index, found.sample_keys = (found.sample[kept], found.sample_index[kept],
-                                                                   found.sample_keys[kept])
-    else:
-        found.sample = None
+    check_count("sample_rows", sample_rows)
+    if type(plan.components.algorithm).prepare is not Algorithm.prepare:
+        raise ParameterError(f"algorithm {plan.components.algorithm.name!r} reads the data its own way and cannot "
+                             f"train on a stream")
+    return StreamFit(plan, chunk_source(source), buffer_rows, sample_rows, progress).fit(positive, found)
 
-    def record(info: EpochRecord) -> dict[str, float]:
-        return {"rows_per_second": n * info.epoch / info.seconds if info.seconds > 0 else float("nan")}
 
-    result = run(algorithm, problem, reader, epochs=problem.epochs, seed=seed, record=record, callback=callback)
-    w, b = result.weights
-    if result.status == NONFINITE and result.epochs == 0 or not (np.any(w != 0) or np.any(b != 0)):
-        raise TrainingError(f"training made no progress on the stream with {algorithm.spec} (diverged in its first "
-                            f"epoch, or the weights are still 0); a smaller step or another loss may help")
-    threshold, train_value = 0.0, None
-    exact_pass = False
-    if tune_threshold:  # as BinaryTask on the training rows: the best cut of their scores, on the sample
+class StreamFit:
+    """The plan on a stream: the survey, the step trial on its sample, the loop over a
+    :class:`~calopt.io.stream.StreamReader`, the threshold on the kept sample (and a window pass)."""
+
+    def __init__(self, plan: FitPlan, source: ChunkSource, buffer_rows: int, sample_rows: int,
+                 progress: Callable[[int, str], None] | None):
+        self.plan, self.source, self.buffer_rows, self.sample_rows = plan, source, buffer_rows, sample_rows
+        self.progress = progress
+
+    def _survey(self, positive: Any, found: Survey | None) -> tuple[Survey, np.ndarray, tuple[Any, Any], int]:
+        """The first pass (or ``found``): the rows, the labels ±1 and classes, and the threshold rows to keep."""
+        kept_rows = threshold_rows(self.source) if self.plan.tune_threshold else 0
+        found = found or survey(self.source, sample_rows=max(self.sample_rows, kept_rows), seed=self.plan.seed,
+                                progress=self.progress)
+        if np.unique(found.labels).size > 2:
+            raise DataError(f"{np.unique(found.labels).size} classes; streaming trains two-class problems "
+                            f"(train one class against the rest in memory, or relabel)", source="training labels")
+        y_pm, classes = encode_binary(found.labels, positive=positive, source="training labels")
+        found.labels = found.labels[:0]  # encoded: the labels as read are O(n) memory no longer needed
+        return found, y_pm, classes, kept_rows
+
+    def _settings(self, found: Survey, reader: StreamReader, problem: Problem, y_pm: np.ndarray,
+                  backend: Backend, kept_rows: int) -> tuple[Algorithm, int]:
+        """The algorithm with its step chosen on the trial sample, and that sample's rows; the
+        threshold's rows (features as read) kept in ``found``, the others released."""
+        trial = found.bottom(self.sample_rows)  # the bottom-sample_rows sample of the first pass's keys
+        sample = reader.prepared(found.sample[trial] if trial.size < found.sample_index.size else found.sample)
+        algorithm = choose_settings(self.plan.components.algorithm, problem, sample, y_pm[found.sample_index[trial]],
+                                    np.arange(trial.size), self.plan.seed, backend)
+        if self.plan.tune_threshold:
+            kept = found.bottom(kept_rows)
+            if kept.size < found.sample_index.size:
+                found.sample, found.sample_index, found.sample_keys = (found.sample[kept], found.sample_index[kept],
+                                                                       found.sample_keys[kept])
+        else:
+            found.sample = None
+        return algorithm, int(trial.size)
+
+    def fit(self, positive: Any, found: Survey | None) -> LinearModel:
+        plan, source = self.plan, self.source
+        started = time.perf_counter()
+        found, y_pm, classes, kept_rows = self._survey(positive, found)
+        factors = np.ones(found.n_features) if not plan.scale else found.max_abs.astype(np.float64).copy()
+        factors[~(factors > 0) | ~np.isfinite(factors)] = 1.0
+        backend = get_backend("numpy", dtype="float64")
+        n, d = found.n_rows, found.n_features
+        algorithm = plan.components.algorithm
+        batch_size = plan.budget.batch_size
+        if batch_size is None:  # a full-batch algorithm's batches only accumulate a pass: bounded here
+            batch_size = plan.budget.batch(n, [algorithm])
+            batch_size = min(batch_size, STREAM_BATCH_ROWS) if algorithm.full_batch else batch_size
+        problem = plan.problem(backend, n, d, float(np.mean(y_pm > 0)), batch_size=batch_size,
+                               epochs=plan.budget.passes())
+        algorithm.check_problem(problem)
+        reader = StreamReader(source, found, backend.asarray(y_pm), factors, backend.xp, buffer_rows=self.buffer_rows,
+                              progress=self.progress)
+        algorithm, trial_rows = self._settings(found, reader, problem, y_pm, backend, kept_rows)
+
+        def record(info: EpochRecord) -> dict[str, float]:
+            return {"rows_per_second": n * info.epoch / info.seconds if info.seconds > 0 else float("nan")}
+
+        result = run(algorithm, problem, reader, epochs=problem.epochs, seed=plan.seed, record=record,
+                     callback=plan.run.callback)
+        w, b = result.weights
+        if result.status == NONFINITE and result.epochs == 0 or not (np.any(w != 0) or np.any(b != 0)):
+            raise TrainingError(f"training made no progress on the stream with {algorithm.spec} (diverged in its "
+                                f"first epoch, or the weights are still 0); a smaller step or another loss may help")
+        threshold, train_value, exact_pass = self._threshold(reader, found, y_pm, w, b)
+        history = [dict(row) for row in result.history]
+        if history and train_value is not None:
+            history[-1]["train"] = train_value
+        report = FitReport(
+            epochs=result.epochs, batch_size=batch_size, seed=plan.seed, backend=backend.name,
+            dtype=backend.dtype_name, scale=plan.scale, tune_threshold=plan.tune_threshold,
+            algorithm_params=algorithm.params, select="none",
+            stream=StreamReport(rows=n, parts=len(found.part_rows), buffer_rows=self.buffer_rows,
+                                sample_rows=trial_rows, seekable=source.seekable,
+                                threshold_rows=int(found.sample_index.size) if plan.tune_threshold else 0,
+                                exact_threshold=exact_pass, passes=1 + result.epochs + exact_pass),
+            data=DataReading.from_json(found.reading()))
+        w_host, b_host = to_numpy(w).astype(np.float64), float(to_numpy(b))
+        return plan.model(w_host / factors, b_host - threshold, classes, report, algorithm=algorithm, scale=factors,
+                          threshold=threshold, history=history, fit_seconds=time.perf_counter() - started,
+                          status=result.status, message=result.message)
+
+    def _threshold(self, reader: StreamReader, found: Survey, y_pm: np.ndarray, w: Any,
+                   b: Any) -> tuple[float, float | None, bool]:
+        """The threshold (0 untuned), the training value there, and whether a window pass made it exact.
+
+        As :class:`~calopt.training.pipeline.BinaryTask` on the training rows: the best cut of
+        their scores, on the kept sample; then, when the sample is not every row and the source is
+        memory-mapped arrays (cheap to read again), :func:`window_cut` over every row.
+        """
+        if not self.plan.tune_threshold:
+            return 0.0, None, False
         scores, labels = _sample_scores(reader, found.sample, w, b), y_pm[found.sample_index]
         found.sample = None
-        cut, best = best_cut(scores, labels, measure)
+        cut, best = best_cut(scores, labels, self.plan.measure)
         threshold, train_value = float(cut), float(best)
-        if scores.size < n and source.n_rows is not None:  # memory-mapped arrays: cheap to read again
-            exact = window_cut(reader, w, b, measure, scores, threshold)
-            exact_pass = True
+        if scores.size < found.n_rows and self.source.n_rows is not None:
+            exact = window_cut(reader, w, b, self.plan.measure, scores, threshold)
             if exact is not None:
                 threshold, train_value = exact
-        del scores, labels
-    history = [dict(row) for row in result.history]
-    if history and train_value is not None:
-        history[-1]["train"] = train_value
-    w_host, b_host = to_numpy(w).astype(np.float64), float(to_numpy(b))
-    return LinearModel(
-        coef=w_host / factors,
-        intercept=b_host - threshold,
-        classes=classes,
-        measure=measure.spec,
-        algorithm=algorithm.spec,
-        loss=loss.spec,
-        scale=factors,
-        threshold=threshold,
-        options={"epochs": result.epochs, "batch_size": batch_size, "seed": seed, "backend": backend.name,
-                 "dtype": backend.dtype_name, "scale": scale, "tune_threshold": tune_threshold,
-                 "algorithm_params": algorithm.params, "select": "none",
-                 "stream": {"rows": n, "parts": len(found.part_rows), "buffer_rows": buffer_rows,
-                            "sample_rows": trial_rows, "seekable": source.seekable,
-                            "threshold_rows": int(found.sample_index.size) if tune_threshold else 0,
-                            "exact_threshold": exact_pass, "passes": 1 + result.epochs + exact_pass},
-                 "data": found.reading()},
-        history=history,
-        fit_seconds=time.perf_counter() - started,
-        status=result.status,
-        message=result.message,
-        version=__version__,
-    )
+            return threshold, train_value, True
+        return threshold, train_value, False
 
 
 def threshold_rows(source: ChunkSource) -> int:
@@ -294,24 +295,30 @@ _IN_MEMORY_ONLY = {"backend": (None, "numpy"), "dtype": (None, "float64"), "devi
                    "interrupt": (None,), "constraints": (None,)}
 
 
-def fit_chunks(source: Any, **options: Any) -> LinearModel:
-    """:func:`calopt.fit` called with chunks (``y`` None): its options checked, then :func:`fit_stream`.
+def fit_chunks(source: Any, options: dict[str, Any], *, positive: Any = None, buffer_rows: int = BUFFER_ROWS,
+               sample_rows: int = SAMPLE_ROWS, progress: Callable[[int, str], None] | None = None,
+               **in_memory: Any) -> LinearModel:
+    """:func:`calopt.fit` called with chunks (``y`` None): ``options`` (the plan's) and ``in_memory``
+    checked, the plan resolved, then :func:`fit_stream`.
 
     ``select="auto"`` (fit's default) means ``"none"`` on a stream; ``patience`` and
     ``max_epochs`` belong to the selection and are unused; the options a stream does not
-    support (other backends, sample weights, an evaluation set, checkpoints) are errors.
+    support (other backends, sample weights, an evaluation set, checkpoints, constraints) are errors.
     """
     if not is_chunked(source):
         raise ParameterError("y is missing: give the labels with X, or X as a chunked source or a list of (X, y) "
                              "chunks")
+    given = {**options, **in_memory}
     for name, allowed in _IN_MEMORY_ONLY.items():
-        value = options.pop(name, None)
+        value = given.pop(name, None)
         if not any(value is ok or (isinstance(value, str) and value == ok) for ok in allowed):
             raise ParameterError(f"{name}: not supported when training on a stream of chunks")
-    options.pop("patience", None), options.pop("max_epochs", None)
-    if str(options.get("select", "auto")).strip().lower() == "auto":
-        options["select"] = "none"
-    return fit_stream(source, **options)
+    given.pop("patience", None), given.pop("max_epochs", None)
+    if str(given.get("select", "auto")).strip().lower() == "auto":
+        given["select"] = "none"
+    plan = FitPlan.resolve(task="direct", **given)
+    return fit_stream(source, plan, positive=positive, buffer_rows=buffer_rows, sample_rows=sample_rows,
+                      progress=progress)
 
 
 def partial_fit_chunks(estimator: Any, chunks: Any, classes: Any = None) -> Any:
@@ -330,20 +337,3 @@ def partial_fit_chunks(estimator: Any, chunks: Any, classes: Any = None) -> Any:
         estimator.partial_fit(item[0], item[1], classes=classes)
         classes = None
     return estimator
-
-
-def fit(X: Any, y: Any = None, **options: Any) -> Any:
-    """:func:`calopt.training.pipeline.fit` on arrays; with ``y`` None, on a stream (:func:`fit_chunks`).
-
-    ``X`` is then a chunked source (:func:`calopt.io.stream.open_stream`) or a list of
-    ``(X, y)`` chunks, read part by part in bounded memory, as this module describes.
-    """
-    if y is None and options.get("cluster") is None:  # a Dask run reads its labels from files on the workers
-        return fit_chunks(X, **options)
-    return pipeline.fit(X, y, **options)
-
-
-fit.__doc__ = f"{pipeline.fit.__doc__.rstrip()}\n\n    Streaming: {fit.__doc__}"
-fit.__signature__ = inspect.signature(pipeline.fit).replace(parameters=[  # type: ignore[attr-defined]
-    parameter.replace(default=None) if parameter.name == "y" else parameter
-    for parameter in inspect.signature(pipeline.fit).parameters.values()])

@@ -1,0 +1,324 @@
+"""How a model was trained: the typed :class:`FitReport` every fitted model carries as ``model.fit_report``.
+
+A report is a frozen dataclass of what the training run chose and found (the passes, the
+batch size, the seed, the backend, the settings selection's account, the constraints'
+values, how a stream or a Dask cluster served the rows, how the training file was read),
+replacing the untyped ``model.options`` dict (now a deprecated read-only view of the report).
+Fields a run does not have are None. The accounts of a component are kept as the JSON they give
+(:attr:`FitReport.selection`, :attr:`FitReport.constraints`, :attr:`FitReport.aggregate`);
+the run's own parts are typed: :class:`DataReading`, :class:`StreamReport`,
+:class:`ClusterReport`, :class:`PartialFitReport`.
+
+A model file keeps the report as the JSON object under its ``options`` key
+(:meth:`FitReport.to_json`), the same document as before, so files written before the
+report still load (:meth:`FitReport.from_json` checks each field's type: a forged file is a
+one-line :class:`~calopt.errors.ModelFileError`) and files written now load in older calopt.
+Keys this version does not know are kept in :attr:`FitReport.extra` and written back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from calopt.errors import ModelFileError, one_line
+
+__all__ = ["ClusterReport", "DataReading", "FitReport", "PartialFitReport", "StreamReport"]
+
+JSON = Any
+
+
+def _check(condition: bool, problem: str) -> None:
+    if not condition:
+        raise ModelFileError(problem)
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """A value from a file, for a message: its JSON, cut when long."""
+    return one_line(json.dumps(value, default=str), limit)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _plain(value: Any) -> JSON:
+    """``value`` as JSON data: tuples as lists, mappings as dicts, NumPy scalars as Python numbers."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        return value.item()
+    return value
+
+
+def _fits(annotation: str, value: Any) -> bool:
+    """Whether a JSON ``value`` is of the field type ``annotation`` (a part's simple types)."""
+    if value is None:
+        return "None" in annotation
+    kind = annotation.split("|")[0].strip()
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return _is_count(value)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind.startswith("Mapping"):
+        return isinstance(value, dict)
+    if kind.startswith("tuple"):
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    return True
+
+
+class _Part:
+    """A typed part of a report, read from and written to its JSON object (None fields left out)."""
+
+    #: The key of this part in the report's JSON (for messages).
+    KEY: ClassVar[str] = ""
+
+    def to_json(self) -> dict[str, JSON]:
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)  # type: ignore[arg-type]
+                if getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_json(cls, value: Any) -> Any:
+        """The part of a file's report, each field checked against its annotation (unknown keys dropped)."""
+        _check(isinstance(value, dict), f"options.{cls.KEY} must be an object, not {_shown(value)}")
+        fields = {f.name: f.type for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        for key, item in value.items():
+            if key in fields and not _fits(str(fields[key]), item):
+                raise ModelFileError(f"options.{cls.KEY}.{key} is not what a model file holds there: {_shown(item)}")
+        return cls(**{key: item for key, item in value.items() if key in fields})
+
+
+@dataclass(frozen=True)
+class DataReading(_Part):
+    """How the training file was read, so that later files are read the same way.
+
+    ``zero_based`` is the LIBSVM index base; ``feature_names`` the CSV header's (or a
+    DataFrame's) feature columns, by which later CSV files and DataFrames are matched;
+    ``label_column`` the label's name, ``label_index`` its position when the CSV has no
+    header and the label is not the last column.
+    """
+
+    format: str | None = None
+    zero_based: bool | None = None
+    n_features: int | None = None
+    feature_names: tuple[str, ...] | None = None
+    label_column: str | None = None
+    label_index: int | None = None
+
+    KEY: ClassVar[str] = "data"
+
+    def to_json(self) -> dict[str, JSON]:
+        """The reading as a file records it: a read file's ``format``, ``zero_based`` and ``n_features``
+        (a CSV's column keys too) even when None, other None fields left out."""
+        always = ("format", "zero_based", "n_features") if self.format is not None else ()
+        if self.format == "csv":
+            always += ("feature_names", "label_column", "label_index")
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if f.name in always or getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_json(cls, value: Any, width: int | None = None) -> DataReading:
+        """The reading of a file's ``options.data``, checked (``width``: the model's features)."""
+        _check(isinstance(value, dict) and (value.get("zero_based") is None or type(value["zero_based"]) is bool)
+               and isinstance(value.get("format", ""), str),
+               f"options.data must say how the training data were read, not {_shown(value)}")
+        names, label, index = value.get("feature_names"), value.get("label_column"), value.get("label_index")
+        _check(names is None or (isinstance(names, list) and (width is None or len(names) == width) and
+                                 all(isinstance(n, str) for n in names) and len(set(names)) == len(names)),
+               f"options.data.feature_names must be {width} distinct names, not {_shown(names)}")
+        _check(label is None or isinstance(label, str),
+               f"options.data.label_column must be a name, not {_shown(label)}")
+        _check(index is None or (type(index) is int and 0 <= index <= (width if width is not None else index)),
+               f"options.data.label_index must be a column number, not {_shown(index)}")
+        _check(value.get("n_features") is None or _is_count(value["n_features"]),
+               f"options.data.n_features must be a whole number, not {_shown(value.get('n_features'))}")
+        reading = super().from_json(value)
+        return dataclasses.replace(reading, feature_names=None if names is None else tuple(names))
+
+
+@dataclass(frozen=True)
+class StreamReport(_Part):
+    """How a stream served the rows (:func:`calopt.training.stream.fit_stream`)."""
+
+    rows: int
+    parts: int
+    buffer_rows: int
+    sample_rows: int  #: rows of the step trial's sample
+    seekable: bool
+    threshold_rows: int  #: rows whose scores tuned the threshold (0: not tuned)
+    exact_threshold: bool  #: whether one more pass found the best cut of every row's score
+    passes: int  #: reads of the data: the survey, the epochs and the exact threshold's
+
+    KEY: ClassVar[str] = "stream"
+
+
+@dataclass(frozen=True)
+class ClusterReport(_Part):
+    """How a Dask cluster trained the model (:mod:`calopt.training.distributed`)."""
+
+    mode: str  #: "exact" or "local"
+    workers: int
+    local_steps: int | None = None
+    #: The training measure, TPR and TNR at the threshold: ``{"value", "tpr", "tnr"}``.
+    train: Mapping[str, float] | None = None
+
+    KEY: ClassVar[str] = "cluster"
+
+
+@dataclass(frozen=True)
+class PartialFitReport(_Part):
+    """What ``CaloptClassifier.partial_fit`` has seen: its calls and rows."""
+
+    calls: int
+    rows: int
+
+    KEY: ClassVar[str] = "partial_fit"
+
+
+_PARTS: dict[str, type[_Part]] = {"data": DataReading, "stream": StreamReport, "cluster": ClusterReport,
+                                  "partial_fit": PartialFitReport}
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_object(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_objects(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
+
+
+#: How each plain field of a report is checked when read from a file.
+_KINDS: dict[str, Any] = {
+    "epochs": _is_count, "batch_size": _is_count, "seed": _is_count, "rank": _is_count, "sample": _is_count,
+    "scale": lambda value: isinstance(value, bool), "tune_threshold": lambda value: isinstance(value, bool),
+    "backend": _is_text, "dtype": _is_text, "select": _is_text, "threshold_rule": _is_text, "one_vs_rest": _is_text,
+    "selection": _is_object, "aggregate": _is_object, "constraints": _is_objects,
+    "algorithm_params": lambda value: _is_object(value) or _is_objects(value),
+    "score_spreads": lambda value: isinstance(value, list) and all(_is_number(item) for item in value),
+}
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """How a model was trained (``model.fit_report``); None where a run has no such thing.
+
+    Attributes
+    ----------
+    epochs : int
+        Passes over the training data of the model (the chosen number with a settings
+        selection; rounds on a Dask cluster; calls of ``partial_fit``).
+    batch_size, seed : int
+    backend, dtype : str
+        Where the solver ran (``"numpy"``, ``"float64"``).
+    scale, tune_threshold : bool
+        Whether the features were max-abs scaled and the threshold tuned for the measure.
+    algorithm_params : dict, or a list of dicts
+        The algorithm's parameters as trained (chosen ones included); ``partial_fit`` one
+        per binary problem.
+    select : str
+        The settings selection's rule (``"cv:5"``, ``"holdout:0.2"``, ``"none"``).
+    selection : dict
+        What the selection chose: :meth:`~calopt.training.selection.Selection.report`.
+    constraints : tuple of dict
+        Each rate constraint's value on the training, held-out and test rows and whether
+        it holds there (:func:`~calopt.training.pipeline.constraint_report`).
+    threshold_rule : str
+        How a constrained model's threshold was chosen.
+    data : DataReading
+    stream : StreamReport
+    cluster : ClusterReport
+    partial_fit : PartialFitReport
+    rank, sample : int
+        SLND's rank and the rows of its sample.
+    one_vs_rest : str
+        ``"per class"`` when a multiclass model was trained one class at a time.
+    score_spreads : tuple of float
+        One class at a time: each class's score spread on the training rows, by which
+        its scores were divided.
+    aggregate : dict
+        ``calopt.aggregate``'s account: the models, their scales, θ̂, the selection.
+    extra : dict
+        Keys of a model file this version does not know, kept and written back.
+    """
+
+    epochs: int | None = None
+    batch_size: int | None = None
+    seed: int | None = None
+    backend: str | None = None
+    dtype: str | None = None
+    scale: bool | None = None
+    tune_threshold: bool | None = None
+    algorithm_params: Mapping[str, Any] | tuple[Mapping[str, Any], ...] | None = None
+    select: str | None = None
+    selection: Mapping[str, Any] | None = None
+    constraints: tuple[Mapping[str, Any], ...] | None = None
+    threshold_rule: str | None = None
+    data: DataReading | None = None
+    stream: StreamReport | None = None
+    cluster: ClusterReport | None = None
+    partial_fit: PartialFitReport | None = None
+    rank: int | None = None
+    sample: int | None = None
+    one_vs_rest: str | None = None
+    score_spreads: tuple[float, ...] | None = None
+    aggregate: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def replace(self, **changes: Any) -> FitReport:
+        """This report with ``changes`` (:func:`dataclasses.replace`)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def feature_names(self) -> tuple[str, ...] | None:
+        """The features' names when the training data named them (else None)."""
+        return None if self.data is None else self.data.feature_names
+
+    def to_json(self) -> dict[str, JSON]:
+        """The report as the JSON object of a model file (None fields left out; ``extra`` merged in)."""
+        found: dict[str, JSON] = dict(_plain(self.extra))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "extra" or value is None:
+                continue
+            found[f.name] = value.to_json() if isinstance(value, _Part) else _plain(value)
+        return found
+
+    @classmethod
+    def from_json(cls, value: Any, width: int | None = None) -> FitReport:
+        """The report of a file's ``options`` object (files of every calopt version), each field checked."""
+        _check(isinstance(value, dict), f"options must be an object, not {_shown(value)}")
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        fields: dict[str, Any] = {"extra": {key: item for key, item in value.items() if key not in known}}
+        for key, item in value.items():
+            if key in known and item is not None:
+                fields[key] = cls._field(key, item, width)
+        return cls(**fields)
+
+    @staticmethod
+    def _field(key: str, item: Any, width: int | None) -> Any:
+        """One field of a file's report as its type; a ModelFileError naming it when it is not one."""
+        if key == "data":
+            return DataReading.from_json(item, width)
+        if key in _PARTS:
+            try:
+                return _PARTS[key].from_json(item)
+            except TypeError:  # a required field missing
+                raise ModelFileError(f"options.{key} is incomplete: {_shown(item)}") from None
+        _check(_KINDS[key](item), f"options.{key} is not what a model file holds there: {_shown(item)}")
+        return tuple(item) if isinstance(item, list) else item
