@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from calopt.errors import DataError, ParameterError, UnknownNameError, one_line
+from calopt.io.rows import FeatureRows
 
 __all__ = [
     "FORMATS",
@@ -55,7 +56,7 @@ _DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error)
 
 
 @dataclass(frozen=True, eq=False)
-class Dataset:
+class Dataset(FeatureRows):
     """Features ``X`` (float64 ndarray, or CSR for LIBSVM), the labels as read, and where from.
 
     ``labels`` keeps the file's own values (floats for LIBSVM, strings or floats for CSV)
@@ -95,14 +96,6 @@ class Dataset:
     def like(self, X: Any, labels: np.ndarray | None, source: str | None = None) -> Dataset:
         """Other rows or columns of this data set, read the same way."""
         return replace(self, X=X, labels=labels, source=self.source if source is None else source)
-
-    @property
-    def n_samples(self) -> int:
-        return int(self.X.shape[0])
-
-    @property
-    def n_features(self) -> int:
-        return int(self.X.shape[1])
 
     @property
     def classes(self) -> np.ndarray:
