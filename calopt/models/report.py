@@ -227,11 +227,11 @@ class FitReport:
     dtype: str | None = None  #: its floating dtype (``"float64"``)
     scale: bool | None = None  #: whether the features were max-abs scaled
     tune_threshold: bool | None = None  #: whether the threshold was tuned for the measure
-    #: The algorithm's parameters as trained (chosen ones included); ``partial_fit``: one
-    #: mapping per binary problem.
+    #: The algorithm's parameters as trained (chosen ones included), one mapping per binary
+    #: problem for ``partial_fit``.
     algorithm_params: Mapping[str, Any] | tuple[Mapping[str, Any], ...] | None = None
     select: str | None = None  #: the settings selection's rule (``"cv:5"``, ``"holdout:0.2"``, ``"none"``)
-    #: What the selection chose: :meth:`~calopt.training.selection.Selection.report`.
+    #: What the selection chose (:meth:`~calopt.training.selection.Selection.report`).
     selection: Mapping[str, Any] | None = None
     #: Each rate constraint's value on the training, held-out and test rows and whether it
     #: holds there (:func:`~calopt.training.pipeline.constraint_report`).
@@ -244,10 +244,10 @@ class FitReport:
     rank: int | None = None  #: SLND's rank
     sample: int | None = None  #: the rows of SLND's sample
     one_vs_rest: str | None = None  #: ``"per class"`` when a multiclass model was trained one class at a time
-    #: One class at a time: each class's score spread on the training rows, by which its
-    #: scores were divided.
+    #: Each class's score spread on the training rows, by which its scores were divided
+    #: (one class at a time).
     score_spreads: tuple[float, ...] | None = None
-    #: ``calopt.aggregate``'s account: the models, their scales, θ̂, the selection.
+    #: The account of ``calopt.aggregate`` (the models, their scales, θ̂, the selection).
     aggregate: Mapping[str, Any] | None = None
     #: Keys of a model file this version does not know, kept and written back.
     extra: Mapping[str, Any] = field(default_factory=dict)
