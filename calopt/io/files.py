@@ -301,12 +301,12 @@ class ReadOptions:
     :func:`calopt.io.stream.open_stream` share (each takes them by name and builds this).
 
     ``format`` (``csv``, ``libsvm``, ``npz``, ``svmlight``, ``tsv``, and ``parquet`` for a
-    stream; None: from the name, then the first line); ``zero_based``, the LIBSVM index base (``"auto"``: one-based unless an
-    index 0 appears; a Dataset records the base used, so that test files can be read with
-    the training file's); and the CSV options: ``label_column`` (an index, negative from
-    the end, or a header name), ``delimiter`` (default: sniffed from ``;``, tab, ``,`` and
-    whitespace) and ``header`` (True/False, default: detected, see
-    :func:`_looks_like_header`).
+    stream; None: from the name, then the first line); ``zero_based``, the LIBSVM index
+    base (``"auto"``: one-based unless an index 0 appears; a Dataset records the base
+    used, so that test files can be read with the training file's); and the CSV options:
+    ``label_column`` (an index, negative from the end, or a header name), ``delimiter``
+    (default: sniffed from ``;``, tab, ``,`` and whitespace) and ``header`` (True/False,
+    default: detected, see :func:`_looks_like_header`).
     """
 
     format: str | None = None
