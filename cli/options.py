@@ -14,6 +14,7 @@ import typer
 
 from calopt.backends import BACKENDS
 from calopt.errors import UnknownNameError
+from calopt.training.plan import MAX_SEED
 from calopt_cli.report import run_report
 
 __all__ = [
@@ -194,8 +195,6 @@ DeviceOpt = Annotated[
     ),
 ]
 
-#: The largest ``--seed``: scikit-learn's splitters seed NumPy's legacy generator, which takes 32 bits.
-MAX_SEED = 2**32 - 1
 
 SeedOpt = Annotated[
     Optional[int],

@@ -290,3 +290,18 @@ def test_fit_seconds_count_no_import(case):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("seed", [2**32, -1, 1.5, True, "3"])
+def test_a_bad_seed_is_one_parameter_error_naming_it(seed):
+    """Issue 23: calopt.fit(seed=2**32) raised NumPy's ValueError from scikit-learn's fold splitter."""
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    with pytest.raises(calopt.ParameterError, match=r"seed must be a whole number from 0 to 2\*\*32 - 1"):
+        calopt.fit(X, y, seed=seed)
+
+
+def test_the_largest_seed_trains():
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    assert calopt.fit(X, y, seed=2**32 - 1).score(X, y) > 0.8

@@ -53,6 +53,17 @@ def check_count(name: str, value: Any) -> None:
         raise ParameterError(f"{name} must be a whole number ≥ 1, got {value!r}")
 
 
+#: The largest seed: every generator a fit seeds (NumPy's, scikit-learn's fold splitters) takes it.
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(seed: Any) -> int:
+    """``seed`` as an int in 0..:data:`MAX_SEED`; anything else is a one-line ParameterError."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) <= MAX_SEED:
+        raise ParameterError(f"seed must be a whole number from 0 to 2**32 - 1, got {seed!r}")
+    return int(seed)
+
+
 def default_batch_size(n_samples: int, algorithms: Sequence[Algorithm] = ()) -> int:
     """Mini-batch size from the data size: n/100, between 32 and 1024; the whole data when
     every algorithm trained is a full-batch one (its batches only accumulate a pass)."""
@@ -192,7 +203,7 @@ class FitPlan:
         budget = Budget(epochs, max_epochs, patience, batch_size)
         rule = parse_rule(select)
         return cls(components, budget, RunControl.checked(callback, checkpoint, checkpoint_every, resume, interrupt),
-                   seed, scale, tune_threshold, rule)
+                   check_seed(seed), scale, tune_threshold, rule)
 
     @property
     def measure(self) -> Measure:
