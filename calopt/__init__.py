@@ -1,9 +1,12 @@
 """calopt: train linear classifiers for the performance measure you care about.
 
-The public API. The package is split by job: :mod:`calopt.io` (files, labels, readers,
-embedded datasets), :mod:`calopt.training` (the loop, the pipeline, checkpoints,
-aggregation), :mod:`calopt.models` (fitted models and their file format), with the
-registry, components, backends and errors beside them. Plugin authors subclass
+The public API. The package is split by job, in layers: the kernel at the root (the
+registry, components, backends, errors) with :mod:`calopt.io` (files, labels, readers,
+embedded datasets); above them :mod:`calopt.models` (fitted models and their file format),
+:mod:`calopt.training` (the loop, the fit plan, checkpoints, aggregation),
+:mod:`calopt.sklearn` (the scikit-learn estimator and scorers) and
+:mod:`calopt.reporting` (the comparison with scikit-learn, the figures), each importing
+only what stands below it (``lint-imports``, pyproject.toml). Plugin authors subclass
 :class:`Measure`, :class:`Loss` and :class:`Algorithm` from here.
 """
 

@@ -9,6 +9,7 @@ between host and device (``Backend.asarray`` / :func:`to_numpy`).
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,41 +46,46 @@ def is_numpy(xp: Any) -> bool:
     return array_api_compat.is_numpy_namespace(xp)
 
 
+#: The optional array libraries: backend name → (module, what to install when it is missing).
+_OPTIONAL = {
+    "array-api-strict": ("array_api_strict", "the array-api-strict package: pip install array-api-strict"),
+    "torch": ("torch", "PyTorch: pip install torch"),
+    "cupy": ("cupy", "CuPy and an NVIDIA GPU: pip install 'calopt[cuda12]' (or calopt[cuda13] for CUDA 13)"),
+}
+
+
+def _import_library(name: str) -> Any:
+    """The module of the optional array library behind backend ``name``; a BackendError saying
+    what to install when it is missing."""
+    module, needs = _OPTIONAL[name]
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise BackendError(f"backend {name!r} needs {needs}") from None
+
+
+def _check_gpu(cupy: Any) -> None:
+    """CuPy imports without a GPU; training needs one."""
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDARuntimeError, driver missing, ...
+        raise BackendError(f"backend 'cupy': no usable CUDA GPU ({exc})") from None
+    if count == 0:
+        raise BackendError("backend 'cupy': CuPy is installed but no CUDA GPU is visible")
+
+
 def _import_namespace(name: str) -> Any:
     """Import the array library called ``name`` and return its standard namespace."""
     if name == "numpy":
         return array_api_compat.array_namespace(np.empty(0))
-    if name == "array-api-strict":
-        try:
-            import array_api_strict
-        except ImportError:
-            raise BackendError(
-                "backend 'array-api-strict' needs the array-api-strict package: "
-                "pip install array-api-strict"
-            ) from None
-        return array_api_strict
-    if name == "torch":
-        try:
-            import torch
-        except ImportError:
-            raise BackendError("backend 'torch' needs PyTorch: pip install torch") from None
-        return array_api_compat.array_namespace(torch.empty(0))
+    if name not in _OPTIONAL:
+        raise UnknownNameError("backend", name, BACKENDS)
+    library = _import_library(name)
+    if name == "array-api-strict":  # the standard namespace itself
+        return library
     if name == "cupy":
-        try:
-            import cupy
-        except ImportError:
-            raise BackendError(
-                "backend 'cupy' needs CuPy and an NVIDIA GPU: "
-                "pip install 'calopt[cuda12]' (or calopt[cuda13] for CUDA 13)"
-            ) from None
-        try:
-            count = cupy.cuda.runtime.getDeviceCount()
-        except Exception as exc:  # CUDARuntimeError, driver missing, ...
-            raise BackendError(f"backend 'cupy': no usable CUDA GPU ({exc})") from None
-        if count == 0:
-            raise BackendError("backend 'cupy': CuPy is installed but no CUDA GPU is visible")
-        return array_api_compat.array_namespace(cupy.empty(0))
-    raise UnknownNameError("backend", name, BACKENDS)
+        _check_gpu(library)
+    return array_api_compat.array_namespace(library.empty(0))
 
 
 def _backend_name(xp: Any) -> str:

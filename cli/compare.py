@@ -1,4 +1,4 @@
-"""``calopt compare``: calopt's solvers against scikit-learn's routes on one split (:mod:`calopt.comparison`).
+"""``calopt compare``: calopt's solvers against scikit-learn's routes on one split (:mod:`calopt.reporting.comparison`).
 
 The command gathers its options into one frozen :class:`CompareOptions` and hands it to
 :func:`run_compare`: check, split, run every method, draw --plot, show the table or JSON.
@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from calopt import plotting
+from calopt.reporting import plotting
 from calopt.constraints import RateConstraint, parse_constraints
 from calopt.io import datasets
 from calopt.io.files import Dataset, train_test_split
@@ -72,7 +72,7 @@ def run_compare(options: CompareOptions) -> None:
         plotting.check_plot_path(plot)  # before any work: the format, then the path
         check_outputs({"--plot": plot}, [options.data, options.test])
     train_set, test_set = _split(options)
-    from calopt.comparison import compare as run_comparison  # scikit-learn: imported when compare runs
+    from calopt.reporting.comparison import compare as run_comparison  # scikit-learn: imported when compare runs
 
     result = run_comparison(train_set.X, train_set.labels, test_set.X, test_set.labels, measure=options.measure,
                             algorithms=options.algorithm or None, epochs=options.epochs, seed=options.seed,

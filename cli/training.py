@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import calopt
-from calopt import plotting
+from calopt.reporting import plotting
 from calopt.constraints import RateConstraint, held_out_unmet_message, parse_constraints, unmet_message
 from calopt.errors import DataError, ParameterError
 from calopt.io import datasets

@@ -20,8 +20,8 @@ from sklearn.preprocessing import MaxAbsScaler
 from typer.testing import CliRunner
 
 import calopt
-from calopt import plotting
-from calopt.comparison import compare
+from calopt.reporting import plotting
+from calopt.reporting.comparison import compare
 from calopt_cli.app import app
 
 pytest.importorskip("matplotlib")

@@ -482,7 +482,7 @@ def test_estimator_takes_constraints_and_clones():
 
 
 def test_compare_reports_each_method_s_test_constraints():
-    from calopt.comparison import compare
+    from calopt.reporting.comparison import compare
 
     X, y = _two_gaussians(1500, 9)
     result = compare(X[:1000], y[:1000], X[1000:], y[1000:], measure="recall", constraints=["precision>=0.7"],

@@ -1,4 +1,4 @@
-"""The package layout: modules by job, an import graph without cycles, no private names shared.
+"""The package layout: modules by job, layers in subpackages, an import graph without cycles, no private names shared.
 
 Every ``import`` counts, those inside functions included (a function-local import is the
 usual way to hide a cycle), and so does ``from calopt import x`` of the package facade,
@@ -61,10 +61,61 @@ def _imports(name: str, path: Path) -> set[str]:
     return found
 
 
+#: The layers from the top (issue 24): each imports only those below it (lint-imports checks it).
+LAYERS = ["calopt_cli", "calopt.reporting", "calopt.sklearn", "calopt.training", "calopt.models"]
+
+
 def test_the_core_is_split_by_job():
-    for package in ("calopt.io", "calopt.training", "calopt.models"):
+    for package in ("calopt.io", "calopt.training", "calopt.models", "calopt.sklearn", "calopt.reporting"):
         assert package in CORE
     assert {"calopt.registry", "calopt.components", "calopt.backends", "calopt.errors"} <= CORE.keys()
+    assert {"calopt.sklearn.estimator", "calopt.sklearn.scorers", "calopt.reporting.comparison",
+            "calopt.reporting.plotting"} <= CORE.keys()
+
+
+def _root_modules() -> set[str]:
+    """The modules directly in calopt/ (the facade left out): the kernel's."""
+    return {name for name, path in CORE.items() if path.parent == PACKAGE and name != "calopt"}
+
+
+def test_the_package_root_holds_the_kernel_only():
+    """What stands above training (the estimator, reporting) is a subpackage, not a module beside
+    the kernel: no module at the root imports training, directly or through others."""
+    graph = {name: _imports(name, path) for name, path in CORE.items()}
+    above = ("calopt.training", "calopt.sklearn", "calopt.reporting")
+    for name in sorted(_root_modules()):
+        seen, todo = set(), [name]
+        while todo:
+            for target in graph[todo.pop()] - seen:
+                seen.add(target)
+                todo.append(target)
+        assert not {t for t in seen if t.startswith(above)}, f"{name} imports a layer above the kernel"
+
+
+def _pyproject() -> dict:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_the_import_contracts_name_the_layout():
+    """pyproject.toml's import-linter contracts cover the package as it is: the layers in their order,
+    and every kernel module, io and models among the modules that never import training."""
+    contracts = _pyproject()["tool"]["importlinter"]["contracts"]
+    [layers] = [contract for contract in contracts if contract["type"] == "layers"]
+    assert layers["layers"] == LAYERS
+    for layer in LAYERS:
+        assert layer in CORE or layer in SHIPPED
+    [below] = [contract for contract in contracts if "calopt.training" in contract.get("forbidden_modules", ())]
+    assert set(below["source_modules"]) == _root_modules() | {"calopt.io", "calopt.models"}
+    assert set(below["forbidden_modules"]) == set(LAYERS[:-1])
+
+
+def test_every_package_is_shipped():
+    """setuptools' explicit ``packages`` list names every package of calopt (a new subpackage too)."""
+    packages = {name for name, path in CORE.items() if path.name == "__init__.py"}
+    listed = set(_pyproject()["tool"]["setuptools"]["packages"])
+    assert packages <= listed
+    assert listed - packages == set(SHIPPED)
 
 
 def test_the_import_graph_of_calopt_has_no_cycle():

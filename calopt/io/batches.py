@@ -17,6 +17,7 @@ import numpy as np
 
 from calopt.backends import is_sparse
 from calopt.io.csr import CsrRows, fast_products
+from calopt.io.rows import FeatureRows
 
 try:  # the C++ loops behind scipy's X[rows] and X.toarray(), without their checks and copies
     from scipy.sparse._sparsetools import csr_row_index, csr_todense
@@ -54,7 +55,7 @@ class BatchReader(Protocol):
 
 
 @dataclass
-class ArrayReader:
+class ArrayReader(FeatureRows):
     """In-memory data (a backend array, or a scipy.sparse CSR matrix on NumPy) and labels ±1.
 
     Each epoch permutes the rows once (one gather on the device) and then serves
@@ -87,14 +88,6 @@ class ArrayReader:
             # (on a copy; permuting rows keeps a matrix canonical, so this is done once)
             self.X = self.X.copy()
             self.X.sum_duplicates()
-
-    @property
-    def n_samples(self) -> int:
-        return int(self.X.shape[0])
-
-    @property
-    def n_features(self) -> int:
-        return int(self.X.shape[1])
 
     def epoch(self, batch_size: int, rng: np.random.Generator | None) -> Iterator[Batch]:
         xp, X, y, weight, order = self.xp, self.X, self.y, self.weight, None

@@ -23,7 +23,7 @@ import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -32,10 +32,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from calopt.errors import DataError, ParameterError, UnknownNameError, one_line
+from calopt.io.rows import FeatureRows
 
 __all__ = [
     "FORMATS",
     "Dataset",
+    "ReadOptions",
     "align_features",
     "npz_arrays",
     "read_data",
@@ -54,7 +56,7 @@ _DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error)
 
 
 @dataclass(frozen=True, eq=False)
-class Dataset:
+class Dataset(FeatureRows):
     """Features ``X`` (float64 ndarray, or CSR for LIBSVM), the labels as read, and where from.
 
     ``labels`` keeps the file's own values (floats for LIBSVM, strings or floats for CSV)
@@ -94,14 +96,6 @@ class Dataset:
     def like(self, X: Any, labels: np.ndarray | None, source: str | None = None) -> Dataset:
         """Other rows or columns of this data set, read the same way."""
         return replace(self, X=X, labels=labels, source=self.source if source is None else source)
-
-    @property
-    def n_samples(self) -> int:
-        return int(self.X.shape[0])
-
-    @property
-    def n_features(self) -> int:
-        return int(self.X.shape[1])
 
     @property
     def classes(self) -> np.ndarray:
@@ -301,18 +295,43 @@ def _format(found: _Input, format: str | None, head: bytes) -> str:
 # ----------------------------------------------------------------------------- reading
 
 
+@dataclass(frozen=True)
+class ReadOptions:
+    """How a data file is read: the keywords :func:`read_data` and
+    :func:`calopt.io.stream.open_stream` share (each takes them by name and builds this).
+
+    ``format`` (``csv``, ``libsvm``, ``npz``, ``svmlight``, ``tsv``, and ``parquet`` for a
+    stream; None: from the name, then the first line); ``zero_based``, the LIBSVM index
+    base (``"auto"``: one-based unless an index 0 appears; a Dataset records the base
+    used, so that test files can be read with the training file's); and the CSV options:
+    ``label_column`` (an index, negative from the end, or a header name), ``delimiter``
+    (default: sniffed from ``;``, tab, ``,`` and whitespace) and ``header`` (True/False,
+    default: detected, see :func:`_looks_like_header`).
+    """
+
+    format: str | None = None
+    label_column: int | str = -1
+    delimiter: str | None = None
+    header: bool | None = None
+    zero_based: bool | str = "auto"
+
+    @classmethod
+    def named(cls, function: str, options: dict[str, Any]) -> ReadOptions:
+        """The options given to ``function`` by keyword; another keyword is Python's TypeError."""
+        unknown = sorted(options.keys() - {option.name for option in fields(cls)})
+        if unknown:
+            raise TypeError(f"{function}() got an unexpected keyword argument {unknown[0]!r}")
+        return cls(**options)
+
+
 def read_data(
     path: str | os.PathLike,
     *,
-    format: str | None = None,
-    label_column: int | str = -1,
     n_features: int | None = None,
     n_features_of: str | None = None,
-    delimiter: str | None = None,
-    header: bool | None = None,
-    zero_based: bool | str = "auto",
     labelled: bool = True,
     columns: dict[str, Any] | None = None,
+    **options: Any,
 ) -> Dataset:
     """Read a LIBSVM/svmlight, CSV or NPZ file (optionally ``.bz2``/``.gz``) into a Dataset.
 
@@ -321,12 +340,8 @@ def read_data(
     and ``y``), ``.csv``/``.tsv``/``.data`` are CSV; any other name is LIBSVM when its
     first data line is ``label index:value ...``, else CSV. LIBSVM is read with
     scikit-learn's parser and kept sparse, CSV with pandas' (:func:`_read_csv`).
-    ``zero_based`` is the LIBSVM index base (``"auto"``: one-based unless an index 0
-    appears; the Dataset records the base used, so that test files can be read with the
-    training file's). CSV options: ``label_column`` (an
-    index, negative from the end, or a header name), ``delimiter`` (default: sniffed from
-    ``;``, tab, ``,`` and whitespace) and ``header`` (True/False, default: detected, see
-    :func:`_looks_like_header`).
+    ``options`` are the keywords of :class:`ReadOptions`: ``format``, ``label_column``,
+    ``delimiter``, ``header`` and ``zero_based``.
 
     ``n_features`` is the width the features must have (``n_features_of`` names whose
     width it is, for the message): a narrower LIBSVM file is padded with zero columns
@@ -342,9 +357,10 @@ def read_data(
     ``header=False`` asks for the columns by position.
     Raises :class:`DataError` for anything unreadable.
     """
+    read = ReadOptions.named("read_data", options)
     found = _input(path)
     head = _read_bytes(found, 1 << 16)
-    kind = _format(found, format, head)
+    kind = _format(found, read.format, head)
     if kind == "npz":
         dataset = _read_npz(found, labelled)
     else:
@@ -353,9 +369,10 @@ def read_data(
         _check_text(head, found.source)
         if kind == "csv":
             unlabelled_width = None if labelled else n_features
-            dataset = _read_csv(found, label_column, delimiter, header, unlabelled_width, columns, labelled)
+            dataset = _read_csv(found, read.label_column, read.delimiter, read.header, unlabelled_width, columns,
+                                labelled)
         else:
-            dataset = _read_libsvm(found, zero_based)
+            dataset = _read_libsvm(found, read.zero_based)
     if n_features is not None:
         reference = f"{n_features_of} has {n_features}" if n_features_of else f"expected {n_features}"
         dataset = _align(dataset, n_features, reference)

@@ -40,6 +40,7 @@ from calopt.errors import DataError, ParameterError, one_line
 from calopt.io.batches import ArrayReader, Batch
 from calopt.io.files import (
     Dataset,
+    ReadOptions,
     csv_layout,
     label_column_index,
     one_based_columns,
@@ -531,20 +532,19 @@ def chunk_source(X: Any) -> ChunkSource:
 def open_stream(
     path: str | os.PathLike,
     *,
-    format: str | None = None,
-    label_column: int | str = -1,
-    delimiter: str | None = None,
-    header: bool | None = None,
-    zero_based: bool | str = "auto",
     chunk_bytes: int = CHUNK_BYTES,
     part_rows: int | None = None,
+    **options: Any,
 ) -> ChunkSource:
     """A chunked source for a data file or directory (see the module docstring for the layouts).
 
-    The options mean what they mean for :func:`calopt.io.files.read_data`. Text is parsed
-    ``chunk_bytes`` (decompressed) at a time; arrays and Parquet are read ``part_rows``
-    rows at a time (default: about ``chunk_bytes`` of ``X.npy``'s rows, of float64 rows otherwise).
+    ``options`` are the keywords of :class:`~calopt.io.files.ReadOptions` (``format``,
+    ``label_column``, ``delimiter``, ``header``, ``zero_based``), meaning what they mean for
+    :func:`calopt.io.files.read_data`. Text is parsed ``chunk_bytes`` (decompressed) at a
+    time; arrays and Parquet are read ``part_rows`` rows at a time (default: about
+    ``chunk_bytes`` of ``X.npy``'s rows, of float64 rows otherwise).
     """
+    read = ReadOptions.named("open_stream", options)
     source = os.fspath(path)
     if source == "-":
         raise ParameterError("a stream reads its data at least twice: give a file, not standard input")
@@ -562,15 +562,16 @@ def open_stream(
             return _CsrDirectory(path, rows)
         raise DataError(f"{source}: is a directory, not a data file nor arrays to stream (X.npy, or data.npy, "
                         f"indices.npy and indptr.npy (CSR), with y.npy)")
-    if (format or "").lower() == "parquet" or path.suffix in (".parquet", ".pq") or _magic(path) == _PARQUET_MAGIC:
-        return _ParquetSource(path, part_rows or 65_536, label_column)
-    found, kind = open_text(path, format)
+    if (read.format or "").lower() == "parquet" or path.suffix in (".parquet", ".pq") \
+            or _magic(path) == _PARQUET_MAGIC:
+        return _ParquetSource(path, part_rows or 65_536, read.label_column)
+    found, kind = open_text(path, read.format)
     if kind == "npz":
         raise DataError(f"{source}: an .npz archive cannot be memory-mapped; save X.npy and y.npy in a directory "
                         f"(or train in memory)")
     if kind == "csv":
-        return _CsvSource(found, chunk_bytes, label_column, delimiter, header)
-    return _LibsvmSource(found, chunk_bytes, zero_based)
+        return _CsvSource(found, chunk_bytes, read.label_column, read.delimiter, read.header)
+    return _LibsvmSource(found, chunk_bytes, read.zero_based)
 
 
 def _magic(path: Path) -> bytes:

@@ -61,22 +61,41 @@ def _plain(value: Any) -> JSON:
     return value
 
 
+def _alternatives(annotation: str) -> list[str]:
+    """The types of a union annotation, split at its top-level ``|`` (``Mapping[str, Any] | None``)."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(annotation):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "|" and depth == 0:
+            parts.append(annotation[start:i].strip())
+            start = i + 1
+    return parts + [annotation[start:].strip()]
+
+
 def _fits(annotation: str, value: Any) -> bool:
-    """Whether a JSON ``value`` is of the field type ``annotation`` (a part's simple types)."""
-    if value is None:
-        return "None" in annotation
-    kind = annotation.split("|")[0].strip()
-    if kind == "bool":
-        return isinstance(value, bool)
-    if kind == "int":
-        return _is_count(value)
-    if kind == "str":
-        return isinstance(value, str)
-    if kind.startswith("Mapping"):
-        return isinstance(value, dict)
-    if kind.startswith("tuple"):
-        return isinstance(value, list) and all(isinstance(item, str) for item in value)
-    return True
+    """Whether a JSON ``value`` is of the field type ``annotation``: one of its alternatives (``None``,
+    ``bool``, ``int``, ``float``, ``str``, a ``Mapping`` as an object, ``tuple[T, ...]`` as a list of
+    T); any other type is not checked."""
+    for kind in _alternatives(annotation):
+        if kind == "None":
+            fits = value is None
+        elif kind == "bool":
+            fits = isinstance(value, bool)
+        elif kind == "int":
+            fits = _is_count(value)
+        elif kind == "float":
+            fits = _is_number(value)
+        elif kind == "str":
+            fits = isinstance(value, str)
+        elif kind.startswith("Mapping"):
+            fits = isinstance(value, dict)
+        elif kind.startswith("tuple[") and kind.endswith(", ...]"):
+            fits = isinstance(value, list) and all(_fits(kind[len("tuple["):-len(", ...]")], item) for item in value)
+        else:
+            fits = True
+        if fits:
+            return True
+    return False
 
 
 class _Part:
@@ -191,93 +210,46 @@ _PARTS: dict[str, type[_Part]] = {"data": DataReading, "stream": StreamReport, "
                                   "partial_fit": PartialFitReport}
 
 
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-def _is_object(value: Any) -> bool:
-    return isinstance(value, dict)
-
-
-def _is_objects(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
-
-
-#: How each plain field of a report is checked when read from a file.
-_KINDS: dict[str, Any] = {
-    "epochs": _is_count, "batch_size": _is_count, "seed": _is_count, "rank": _is_count, "sample": _is_count,
-    "scale": lambda value: isinstance(value, bool), "tune_threshold": lambda value: isinstance(value, bool),
-    "backend": _is_text, "dtype": _is_text, "select": _is_text, "threshold_rule": _is_text, "one_vs_rest": _is_text,
-    "selection": _is_object, "aggregate": _is_object, "constraints": _is_objects,
-    "algorithm_params": lambda value: _is_object(value) or _is_objects(value),
-    "score_spreads": lambda value: isinstance(value, list) and all(_is_number(item) for item in value),
-}
-
-
 @dataclass(frozen=True)
 class FitReport:
     """How a model was trained (``model.fit_report``); None where a run has no such thing.
 
-    Attributes
-    ----------
-    epochs : int
-        Passes over the training data of the model (the chosen number with a settings
-        selection; rounds on a Dask cluster; calls of ``partial_fit``).
-    batch_size, seed : int
-    backend, dtype : str
-        Where the solver ran (``"numpy"``, ``"float64"``).
-    scale, tune_threshold : bool
-        Whether the features were max-abs scaled and the threshold tuned for the measure.
-    algorithm_params : dict, or a list of dicts
-        The algorithm's parameters as trained (chosen ones included); ``partial_fit`` one
-        per binary problem.
-    select : str
-        The settings selection's rule (``"cv:5"``, ``"holdout:0.2"``, ``"none"``).
-    selection : dict
-        What the selection chose: :meth:`~calopt.training.selection.Selection.report`.
-    constraints : tuple of dict
-        Each rate constraint's value on the training, held-out and test rows and whether
-        it holds there (:func:`~calopt.training.pipeline.constraint_report`).
-    threshold_rule : str
-        How a constrained model's threshold was chosen.
-    data : DataReading
-    stream : StreamReport
-    cluster : ClusterReport
-    partial_fit : PartialFitReport
-    rank, sample : int
-        SLND's rank and the rows of its sample.
-    one_vs_rest : str
-        ``"per class"`` when a multiclass model was trained one class at a time.
-    score_spreads : tuple of float
-        One class at a time: each class's score spread on the training rows, by which
-        its scores were divided.
-    aggregate : dict
-        ``calopt.aggregate``'s account: the models, their scales, θ̂, the selection.
-    extra : dict
-        Keys of a model file this version does not know, kept and written back.
+    Each field's type is what a model file's ``options`` holds under its name (lists for
+    tuples, objects for mappings and parts); :meth:`from_json` checks it.
     """
 
+    #: Passes over the training data of the model (the chosen number with a settings
+    #: selection; rounds on a Dask cluster; calls of ``partial_fit``).
     epochs: int | None = None
-    batch_size: int | None = None
-    seed: int | None = None
-    backend: str | None = None
-    dtype: str | None = None
-    scale: bool | None = None
-    tune_threshold: bool | None = None
+    batch_size: int | None = None  #: rows of a mini-batch
+    seed: int | None = None  #: the run's seed (shuffling, folds, the step trial)
+    backend: str | None = None  #: where the solver ran (``"numpy"``, ``"torch"``, ...)
+    dtype: str | None = None  #: its floating dtype (``"float64"``)
+    scale: bool | None = None  #: whether the features were max-abs scaled
+    tune_threshold: bool | None = None  #: whether the threshold was tuned for the measure
+    #: The algorithm's parameters as trained (chosen ones included), one mapping per binary
+    #: problem for ``partial_fit``.
     algorithm_params: Mapping[str, Any] | tuple[Mapping[str, Any], ...] | None = None
-    select: str | None = None
+    select: str | None = None  #: the settings selection's rule (``"cv:5"``, ``"holdout:0.2"``, ``"none"``)
+    #: What the selection chose (:meth:`~calopt.training.selection.Selection.report`).
     selection: Mapping[str, Any] | None = None
+    #: Each rate constraint's value on the training, held-out and test rows and whether it
+    #: holds there (:func:`~calopt.training.pipeline.constraint_report`).
     constraints: tuple[Mapping[str, Any], ...] | None = None
-    threshold_rule: str | None = None
-    data: DataReading | None = None
-    stream: StreamReport | None = None
-    cluster: ClusterReport | None = None
-    partial_fit: PartialFitReport | None = None
-    rank: int | None = None
-    sample: int | None = None
-    one_vs_rest: str | None = None
+    threshold_rule: str | None = None  #: how a constrained model's threshold was chosen
+    data: DataReading | None = None  #: how the training file was read
+    stream: StreamReport | None = None  #: how a stream served the rows
+    cluster: ClusterReport | None = None  #: how a Dask cluster trained the model
+    partial_fit: PartialFitReport | None = None  #: what ``partial_fit`` has seen
+    rank: int | None = None  #: SLND's rank
+    sample: int | None = None  #: the rows of SLND's sample
+    one_vs_rest: str | None = None  #: ``"per class"`` when a multiclass model was trained one class at a time
+    #: Each class's score spread on the training rows, by which its scores were divided
+    #: (one class at a time).
     score_spreads: tuple[float, ...] | None = None
+    #: The account of ``calopt.aggregate`` (the models, their scales, θ̂, the selection).
     aggregate: Mapping[str, Any] | None = None
+    #: Keys of a model file this version does not know, kept and written back.
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def replace(self, **changes: Any) -> FitReport:
@@ -320,5 +292,10 @@ class FitReport:
                 return _PARTS[key].from_json(item)
             except TypeError:  # a required field missing
                 raise ModelFileError(f"options.{key} is incomplete: {_shown(item)}") from None
-        _check(_KINDS[key](item), f"options.{key} is not what a model file holds there: {_shown(item)}")
+        _check(_fits(str(_ANNOTATIONS[key]), item),
+               f"options.{key} is not what a model file holds there: {_shown(item)}")
         return tuple(item) if isinstance(item, list) else item
+
+
+#: Each plain field's type, by which a file's value is checked (:func:`_fits`).
+_ANNOTATIONS = {f.name: f.type for f in dataclasses.fields(FitReport)}

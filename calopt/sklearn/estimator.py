@@ -1,10 +1,9 @@
-"""calopt inside scikit-learn: the estimator :class:`CaloptClassifier` and scorers for every measure.
+"""calopt inside scikit-learn: the estimator :class:`CaloptClassifier`.
 
 :class:`CaloptClassifier` is :func:`calopt.fit` behind scikit-learn's estimator API, so
 it goes where any classifier goes (``Pipeline``, ``GridSearchCV``, ``cross_val_score``,
-``TunedThresholdClassifierCV``); :func:`make_scorer` turns any registered measure
-(G-, H-, Q-mean, min(TPR, TNR), Gower-Legendre, plugins' measures: scikit-learn has none
-of these) into a scorer for ``scoring=``.
+``TunedThresholdClassifierCV``); its ``score`` is :func:`calopt.sklearn.measure_score`
+of the measure it was trained for.
 
 The estimator follows scikit-learn's contract (checked in the tests by
 ``parametrize_with_checks``): parameters stored by ``__init__`` and nothing else, input
@@ -25,7 +24,6 @@ import numpy as np
 import sklearn
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import make_scorer as sklearn_make_scorer
 from sklearn.utils import check_random_state
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.metaestimators import available_if
@@ -40,9 +38,9 @@ from calopt.errors import CaloptError
 from calopt.constraints import unmet_message
 from calopt.io.labels import json_label, show_label
 from calopt.io.stream import is_chunked
-from calopt.measures import confusion_counts
 from calopt.models.linear import LinearModel, Model
 from calopt.models.report import FitReport, PartialFitReport
+from calopt.sklearn.scorers import labels_1d, measure_score, sample_weights
 from calopt.training.loop import Trainer, run
 from calopt.training.api import fit
 from calopt.training.plan import FitPlan, build_model
@@ -50,71 +48,13 @@ from calopt.training.pipeline import prepare, resolve_backend
 from calopt.training.selection import MAX_EPOCHS, PATIENCE, choose_settings
 from calopt.training.stream import partial_fit_chunks
 
-__all__ = ["CaloptClassifier", "make_scorer", "measure_score"]
+__all__ = ["CaloptClassifier"]
 
-_NUMPY = get_backend("numpy").xp
 #: The algorithms whose model is a logistic one (its scores before the threshold are log-odds):
 #: ``predict_proba`` is theirs, with the logistic loss.
 LOGISTIC_ALGORITHMS = frozenset({"lbfgs", "multinomial", "plugin"})
 #: The estimator's parameters that are not :func:`calopt.fit`'s own (they become its arguments).
 _OWN_PARAMETERS = ("random_state", "pos_label", "class_weight", "C")
-
-
-# -- scorers ---------------------------------------------------------------------------------
-def measure_score(y_true: Any, y_pred: Any, *, measure: Any, pos_label: Any = 1, average: str = "binary",
-                  labels: Any = None, sample_weight: Any = None) -> float:
-    """The value of a calopt ``measure`` for predicted labels ``y_pred`` against ``y_true``.
-
-    ``average="binary"`` (the default) scores ``pos_label`` against the other label, as
-    scikit-learn's ``f1_score`` does (pos_label 1 by default; give it for other labels);
-    ``average="macro"`` is the mean over ``labels`` (default: every label in ``y_true``
-    or ``y_pred``) of each label against the rest, what a one-vs-rest
-    :class:`CaloptClassifier` reports. Counts are sums of ``sample_weight`` when given.
-    Undefined ratios follow the measure (calopt's: 0/0 is 0, as scikit-learn's scores with
-    ``zero_division=0``; for the concave measures a class absent from both the truth and
-    the predictions has rate 1, as imbalanced-learn's ``geometric_mean_score``).
-    """
-    measure = registry.get_measure(measure)
-    y_true, y_pred = _labels_1d(y_true, "y_true"), _labels_1d(y_pred, "y_pred")
-    if y_true.shape != y_pred.shape:
-        raise ValueError(f"y_true has {y_true.shape[0]} labels but y_pred has {y_pred.shape[0]}")
-    weight = None if sample_weight is None else _sample_weight(sample_weight, y_true.shape[0], zero_ok=True)
-    present = np.unique(np.concatenate([y_true, y_pred]))
-    if average == "binary":
-        if present.size > 2:
-            raise ValueError(f"Target is multiclass but average='binary'; use average='macro' "
-                             f"(labels: {present.tolist()})")
-        if present.size == 2 and pos_label not in present.tolist():
-            raise ValueError(f"pos_label={pos_label!r} is not a valid label: it should be one of "
-                             f"{present.tolist()}")
-        positives = np.asarray([pos_label], dtype=object)
-    elif average == "macro":
-        positives = present if labels is None else np.asarray(labels)
-    else:
-        raise ValueError(f"average must be 'binary' or 'macro', got {average!r}")
-    values = []
-    for label in positives:  # the measure of `label` against the rest
-        truth = np.where(y_true == label, 1.0, -1.0)
-        predicted = np.where(y_pred == label, 1.0, -1.0)
-        counts = confusion_counts(truth, predicted, xp=_NUMPY, weight=weight)
-        values.append(float(measure.from_counts(*counts, xp=_NUMPY)))
-    return float(np.mean(values)) if values else 0.0
-
-
-def make_scorer(measure: Any, *, pos_label: Any = None, average: str | None = None, labels: Any = None) -> Any:
-    """A scikit-learn scorer of predicted labels for any registered measure (plugins' too).
-
-    ``make_scorer("gmean")``, ``make_scorer("fbeta:beta=2")``: use it as ``scoring=`` in
-    ``cross_val_score`` and ``GridSearchCV``, or as the objective of
-    ``TunedThresholdClassifierCV``. ``pos_label`` (default 1, as scikit-learn's own
-    scorers), ``average`` and ``labels`` are those of :func:`measure_score`; give
-    ``pos_label`` when the labels are not {0, 1} or {−1, 1}. An unknown measure is an
-    error here, not at the first score.
-    """
-    spec = registry.get_measure(measure).spec
-    options = {key: value for key, value in (("pos_label", pos_label), ("average", average), ("labels", labels))
-               if value is not None}
-    return sklearn_make_scorer(measure_score, response_method="predict", measure=spec, **options)
 
 
 # -- the estimator ---------------------------------------------------------------------------
@@ -263,7 +203,7 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         threshold; only their ratios matter (calopt rescales them to mean 1).
         """
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_float_dtypes(X))
-        y = _labels_1d(y, "y")
+        y = labels_1d(y, "y")
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         codes = codes.reshape(-1)
@@ -332,13 +272,13 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         if not fitted and classes is None:
             raise ValueError("classes must be passed on the first call to partial_fit")
         if classes is not None:
-            classes = np.unique(_labels_1d(classes, "classes"))
+            classes = np.unique(labels_1d(classes, "classes"))
             if fitted and not np.array_equal(classes, self.classes_):
                 raise ValueError(f"classes={classes.tolist()} is not the same as on the first call to "
                                  f"partial_fit ({self.classes_.tolist()})")
         first = not fitted
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_float_dtypes(X), reset=first)
-        y = _labels_1d(y, "y")
+        y = labels_1d(y, "y")
         check_classification_targets(y)
         if first:
             _require_two_classes(classes)
@@ -405,11 +345,11 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
 
     def _weights(self, y: np.ndarray, sample_weight: Any, n: int) -> np.ndarray | None:
         """``sample_weight`` times the weights of ``class_weight`` (scikit-learn's ``compute_sample_weight``)."""
-        weight = None if sample_weight is None else _sample_weight(sample_weight, n)
+        weight = None if sample_weight is None else sample_weights(sample_weight, n)
         if self.class_weight is None:
             return weight
         by_class = compute_sample_weight(self.class_weight, y)
-        return _sample_weight(by_class if weight is None else weight * by_class, n)
+        return sample_weights(by_class if weight is None else weight * by_class, n)
 
     def _algorithm(self, n_classes: int) -> Any:
         """The ``algorithm`` given to :func:`calopt.fit`: as given, with ``C`` in its spec when set."""
@@ -659,34 +599,10 @@ def _backend_like(X: Any) -> Backend:
     return backend_of(X)
 
 
-def _labels_1d(y: Any, what: str) -> np.ndarray:
-    """Labels as a host 1-D NumPy array (from any array library, a list, a Series)."""
-    labels = np.asarray(to_numpy(y))
-    if labels.ndim != 1:
-        labels = labels.reshape(-1) if labels.ndim == 2 and 1 in labels.shape else labels
-    if labels.ndim != 1:
-        raise ValueError(f"{what} must be 1-D, got shape {labels.shape}")
-    return labels
-
-
 def _require_two_classes(classes: np.ndarray) -> None:
     if classes.size < 2:
         raise ValueError(f"CaloptClassifier needs samples of at least 2 classes in the data, but the data "
                          f"contain only one class: {show_label(classes[0])}")
-
-
-def _sample_weight(sample_weight: Any, n: int, zero_ok: bool = False) -> np.ndarray:
-    """``sample_weight`` as a host float64 array of n finite weights ≥ 0, not all zero."""
-    if isinstance(sample_weight, numbers.Number):
-        sample_weight = np.full(n, sample_weight)
-    weight = np.asarray(to_numpy(sample_weight), dtype=np.float64)
-    if weight.shape != (n,):
-        raise ValueError(f"sample_weight.shape == {weight.shape}, expected {(n,)}")
-    if not np.all(np.isfinite(weight)) or np.any(weight < 0):
-        raise ValueError("sample_weight must hold finite numbers ≥ 0")
-    if not zero_ok and not np.any(weight > 0):
-        raise ValueError("sample_weight is zero for every row: at least one weight must be positive")
-    return weight
 
 
 def _take_rows(X: Any, rows: np.ndarray) -> Any:

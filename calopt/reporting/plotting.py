@@ -186,7 +186,7 @@ def _styles(series: list[Series]) -> list[dict[str, Any]]:
 
 
 def comparison_figure(comparison: Any, *, data: str, test: str) -> Any:
-    """The figure of a :class:`calopt.comparison.Comparison`, trained on ``data`` and tested on ``test`` (names)."""
+    """The figure of a :class:`calopt.reporting.comparison.Comparison`, trained on ``data`` and tested on ``test`` (names)."""
     series = [Series(run.description or run.method, *([row[key] for row in run.curve]
                                                        for key in ("passes", "seconds", "value")), run.tpr, run.tnr)
               for run in comparison.runs]
