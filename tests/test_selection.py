@@ -455,3 +455,45 @@ def test_a_model_that_fits_its_training_rows_keeps_the_held_out_rate_on_new_rows
     predicted = np.asarray(model.predict(X_new)) > 0
     assert np.mean(predicted) > 0.7 * np.mean(y_new > 0)
     assert f1_score(y_new > 0, predicted) > 0.75
+
+
+def _wide_rows(rng, n, d, chosen, w):
+    """n binary rows of d columns at ~1% non-zero, ``chosen`` columns informative (weights ``w``)."""
+    active = rng.random((n, chosen.size)) < 0.3
+    noise = scipy.sparse.random(n, d, density=0.008, random_state=rng, data_rvs=lambda k: np.ones(k)).tocsr()
+    signal = scipy.sparse.csr_matrix((np.ones(active.sum()), chosen[np.nonzero(active)[1]], np.concatenate(
+        [[0], np.cumsum(active.sum(axis=1))])), shape=(n, d))
+    X = (noise + signal).tocsr()
+    X.data[:] = 1.0
+    score = X @ w + rng.logistic(size=n)
+    return X, np.where(score > np.quantile(score, 0.9), 1.0, -1.0)
+
+
+def test_on_far_more_features_than_rows_the_threshold_still_predicts_new_positives(monkeypatch):
+    """600 rows, 6,000 binary features (1% non-zero, 40 informative): for F1 the refit model separates
+    its training rows, so the fold models' in-sample share put its cut above almost every new row's
+    score (2% of new rows predicted positive, F1 0.32 before; on wider data 0). The folds show the
+    share does not carry over, and the refit model keeps the raw out-of-fold threshold: new rows are
+    predicted positive at about the positive rate (F1 0.64); the report says so. G-mean's share does
+    carry over there and is kept. With the check off (margin inf) the old failure returns."""
+    rng = np.random.default_rng(11)
+    d, chosen = 6000, np.sort(rng.choice(6000, 40, replace=False))
+    w = np.zeros(d)
+    w[chosen] = rng.normal(size=40) * 3
+    X, y = _wide_rows(rng, 600, d, chosen, w)
+    X_new, y_new = _wide_rows(rng, 3000, d, chosen, w)
+
+    def fresh(model):
+        predicted = np.asarray(model.predict(X_new)) > 0
+        tpr, tnr = np.mean(predicted[y_new > 0]), np.mean(~predicted[y_new < 0])
+        return np.mean(predicted), f1_score(y_new > 0, predicted), np.sqrt(tpr * tnr)
+
+    model = calopt.fit(X, y, measure="f1", seed=0)
+    share, f1, _ = fresh(model)
+    assert 0.05 < share < 0.3 and f1 > 0.55
+    assert model.fit_report.selection["threshold_transfer"].startswith("out-of-fold threshold")
+    gmean_model = calopt.fit(X, y, measure="gmean", seed=0)
+    assert "threshold_transfer" not in gmean_model.fit_report.selection and fresh(gmean_model)[2] > 0.85
+    monkeypatch.setattr(calopt.training.selection, "TRANSFER_MARGIN", np.inf)
+    share_before, f1_before, _ = fresh(calopt.fit(X, y, measure="f1", seed=0))
+    assert share_before < 0.05 and f1_before < 0.4  # the failure the check removes

@@ -38,7 +38,7 @@ import scipy.sparse
 
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
-from calopt.backends import namespace
+from calopt.backends import device, namespace
 from calopt.constraints import ConstrainedMeasure, RateConstraint, RateObjective, parse_constraint
 from calopt.constraints import held_out_unmet_message, unmet_message
 from calopt.errors import DataError, ModelFileError, ParameterError, TrainingError, TrainingInterrupted
@@ -204,6 +204,9 @@ class BinaryTask:
         #: threshold puts that share of its training rows above it
         #: (:func:`~calopt.training.threshold.threshold_at_share`) instead of tuning there.
         self.share: float | None = None
+        #: The raw threshold on the scores when the selection found that the share does not carry
+        #: over to new rows (:meth:`~calopt.training.selection.Selector._share_fails`); None: the share.
+        self.cut: float | None = None
         #: How the last threshold of a constrained model was chosen (:data:`SHARE_FEASIBLE` or
         #: :data:`TRAINING_CLOSEST`; None: tuned on the ``tune`` rows as any measure's is).
         self.rule: str | None = None
@@ -219,6 +222,9 @@ class BinaryTask:
                 return threshold, None
             self.rule = TRAINING_CLOSEST
             return best_cut(scores, y, self.measure, weight)
+        if self.cut is not None:
+            xp = namespace(scores)
+            return xp.asarray(self.cut, dtype=scores.dtype, device=device(scores)), None
         if self.share is not None:
             return threshold_at_share(scores, self.share, weight), None
         return best_cut(scores, y, self.measure, weight)
@@ -237,17 +243,19 @@ class BinaryTask:
         counts = confusion_counts(y, predictions, xp=xp, dtype=y.dtype, weight=weight)
         return self.measure.from_counts(*counts, xp=xp)
 
-    def record(self, w: Array, b: Array, *, share: float | None = None) -> dict[str, float]:
+    def record(self, w: Array, b: Array, *, share: float | None = None, cut: float | None = None) -> dict[str, float]:
         """The measure on the training (and test) data at this epoch's tuned threshold (or at the
-        positive ``share`` chosen on held-out rows: the settings selection's best so far).
+        positive ``share`` chosen on held-out rows, or its raw ``cut`` where the share does not carry
+        over: the settings selection's best so far).
 
         Tuned on the training rows, the training value is the best cut's own.
         """
         best = None
-        if share is not None:  # the selection's share so far; the task's own share and rule stay as they were
-            kept, self.share = (self.share, self.rule), share
+        if share is not None:  # the selection's rule so far; the task's own share, cut and rule stay as they were
+            kept = (self.share, self.cut, self.rule)
+            self.share, self.cut = share, cut
             b = b - self._cut(w, b)[0]
-            self.share, self.rule = kept
+            self.share, self.cut, self.rule = kept
         elif self.tune_threshold:
             threshold, best = self._cut(w, b)
             b = b - threshold
@@ -327,6 +335,7 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
         # there) and carried over by positive share, but to the nearest threshold that also meets the
         # constraints on the training rows: benchmarks/constraint_threshold_rules.py measured the rules.
         task.share = selection.share
+        task.cut = selection.threshold if selection.raw else None
         if selector.latest and selection.diverged:  # the passes were given: say it stopped short
             result = dataclasses.replace(result, status=NONFINITE, message=(
                 f"diverged in epoch {selection.diverged}: non-finite weights; kept epoch {selection.epochs}"))
@@ -368,9 +377,9 @@ class _Recorder:
         else:
             key = selector.model_key(info.state.algorithm)
             if key not in self.recorded:
-                share = selector.share(info.state.algorithm)
+                share, cut = selector.threshold_rule(info.state.algorithm)
                 self.recorded.clear()
-                self.recorded[key] = {} if share is None else task.record(*info.weights, share=share)
+                self.recorded[key] = {} if share is None else task.record(*info.weights, share=share, cut=cut)
             row = dict(self.recorded[key])
         self.seconds += time.perf_counter() - begun
         return row

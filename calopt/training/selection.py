@@ -60,7 +60,7 @@ from calopt.constraints import ConstrainedMeasure
 from calopt.errors import ParameterError, TrainingError
 from calopt.io.batches import ArrayReader, Batch
 from calopt.training.loop import Trainer, run
-from calopt.training.threshold import best_cut, best_threshold, positive_share
+from calopt.training.threshold import best_cut, best_threshold, positive_share, threshold_at_share
 
 __all__ = ["BOOTSTRAP", "CONFIDENCE", "CV_MINORITY", "CV_ROWS", "FOLDS", "HOLDOUT", "MAX_EPOCHS", "PATIENCE", "TRIAL_ROWS", "Arm",
            "Candidate", "Rule", "Selection", "SelectionState", "Selector", "best_candidate", "choose_settings",
@@ -92,6 +92,13 @@ PATIENCE = 20
 #: ``algorithm="auto"`` keeps the measure's own solver when it beats the plug-in route on at
 #: least this share of bootstrap resamples of the held-out rows.
 CONFIDENCE = 0.9
+#: How much better the raw out-of-fold threshold must do on the folds than the in-sample
+#: share before the refit model's threshold follows it (:meth:`Selector._transferred_share`):
+#: a gross failure of the share's transfer only (fixed before measuring, not tuned).
+TRANSFER_MARGIN = 0.05
+#: ... and only where the in-sample share's cuts predict positive, on the folds' held-out rows,
+#: less than this fraction of the share (the share's transfer collapsed: nothing new is positive).
+TRANSFER_COLLAPSE = 0.5
 #: Bootstrap resamples for that comparison.
 BOOTSTRAP = 500
 _HOST = get_backend("numpy")
@@ -366,6 +373,9 @@ class SelectionState(NamedTuple):
     epochs: list  #: the pass that reached it
     thresholds: list  #: the best threshold of the out-of-fold scores there
     shares: list  #: the positive share the refit model's threshold keeps (:meth:`Selector._score`)
+    #: whether the share does not carry over to new rows and the refit model keeps the raw
+    #: out-of-fold threshold instead (:meth:`Selector._share_fails`)
+    raw: list
     coef: Array  #: (d, candidates): each candidate's refit model at that pass
     intercept: Array  #: (candidates,)
     scores: Array  #: (held-out rows, candidates): the out-of-fold scores there (each row by the model that did not see it)
@@ -416,6 +426,10 @@ class Selector:
             seen = 1.0 - self.mask[:, :, :self.K]
             self.seen = seen if self.w_held is None else seen * self.w_held[:, None, None]
             self.seen_total = backend.xp.sum(self.seen, axis=0)
+            #: per fold, the held rows it trained on and those it held out (device indices)
+            self.fold_rows = [(backend.xp.asarray(np.flatnonzero(folds[held] != k), device=backend.device),
+                               backend.xp.asarray((folds[held] == k)[:, None], device=backend.device))
+                              for k in range(self.K)]
         self.sizes = [len(arm.grid) for arm in arms]
         #: each candidate's distance from the algorithm's own settings: where held-out values tie,
         #: the nearest is chosen (:meth:`best_index`)
@@ -455,7 +469,7 @@ class Selector:
     def init(self, problem: Problem) -> SelectionState:
         total = sum(self.sizes)
         return SelectionState(tuple(arm.init() for arm in self.arms), [-math.inf] * total, [0] * total,
-                              [0.0] * total, [0.0] * total, problem.zeros(problem.n_features, total),
+                              [0.0] * total, [0.0] * total, [False] * total, problem.zeros(problem.n_features, total),
                               problem.zeros(total), problem.zeros(int(self.y_held.shape[0]), total), -math.inf,
                               0, 0, [0] * total)
 
@@ -490,22 +504,25 @@ class Selector:
             refit_b.append(xp.take(b, refit, axis=0))
         held_out = xp.concat(held_out, axis=1)
         thresholds, values = best_cut(held_out, self.y_held, self.measure, self.w_held)
+        raw = xp.zeros_like(values)
         if self.K > 1 and not isinstance(self.measure, ConstrainedMeasure):
-            shares = self._seen_share(xp.concat(seen, axis=1), thresholds)
+            seen = xp.concat(seen, axis=1)
+            shares = self._seen_share(seen, thresholds)
+            raw = xp.astype(self._share_fails(seen, held_out, shares), values.dtype)
         else:
             shares = positive_share(held_out, thresholds, self.w_held)
         finite = xp.astype(xp.concat(finite), values.dtype)
-        numbers = to_numpy(xp.stack([thresholds, values, shares, finite], axis=1))  # one transfer a pass
+        numbers = to_numpy(xp.stack([thresholds, values, shares, finite, raw], axis=1))  # one transfer a pass
         best_values, epochs = list(state.values), list(state.epochs)
         diverged = [d or (passes if not ok else 0) for d, ok in zip(state.diverged, numbers[:, 3] > 0)]
-        best_thresholds, best_shares = list(state.thresholds), list(state.shares)
+        best_thresholds, best_shares, best_raw = list(state.thresholds), list(state.shares), list(state.raw)
         improved = np.zeros(len(best_values), dtype=bool)
-        for c, (threshold, value, share, _) in enumerate(numbers):
+        for c, (threshold, value, share, _, by_raw) in enumerate(numbers):
             if math.isfinite(value) and math.isfinite(threshold) and not diverged[c] and (
                     self.latest or value >= best_values[c]):
                 improved[c] = True
                 best_values[c], epochs[c] = float(value), passes
-                best_thresholds[c], best_shares[c] = float(threshold), float(share)
+                best_thresholds[c], best_shares[c], best_raw[c] = float(threshold), float(share), bool(by_raw)
         keep = xp.asarray(improved, device=self.backend.device)
         coef = xp.where(keep[None, :], xp.concat(refit_w, axis=1), state.coef)
         intercept = xp.where(keep, xp.concat(refit_b), state.intercept)
@@ -513,6 +530,7 @@ class Selector:
         best = max(best_values)
         stale = 0 if best > state.best else state.stale + 1
         return state._replace(values=best_values, epochs=epochs, thresholds=best_thresholds, shares=best_shares,
+                              raw=best_raw,
                               coef=coef, intercept=intercept,
                               scores=scores, best=best, stale=stale, diverged=diverged)
 
@@ -523,6 +541,49 @@ class Selector:
         xp = namespace(scores)
         above = xp.astype(scores > thresholds[None, :, None], scores.dtype)
         return xp.mean(xp.sum(above * self.seen, axis=0) / self.seen_total, axis=1)
+
+    def _share_fails(self, seen: Array, held_out: Array, shares: Array) -> Array:
+        """(candidates,) booleans: whether the fold models show that the in-sample share does not
+        carry over to rows a model did not see, so the refit model keeps the raw threshold.
+
+        The in-sample share (:meth:`_seen_share`) assumes a model scores its training rows
+        and new rows alike up to its fit. Where a model separates its training rows (far
+        more features than rows), the share's cut lies above every new row's score and
+        nothing new is predicted positive. Each fold model shows which happens: cut at the
+        in-sample share on its own training rows, its held-out rows give the share rule's
+        out-of-fold value; cut at the best out-of-fold threshold of the *other* folds, they
+        give the raw threshold's (scikit-learn's refit route). The share fails where the
+        raw threshold is better by more than :data:`TRANSFER_MARGIN` and the share's cuts predict
+        positive less than :data:`TRANSFER_COLLAPSE` of the share on the held-out rows (a collapse,
+        not a difference a split of a few hundred rows makes by chance).
+        """
+        xp = namespace(seen)
+        share_cut = xp.zeros_like(held_out)
+        raw_cut = xp.zeros_like(held_out)
+        for k, (trained, rows) in enumerate(self.fold_rows):
+            fold_scores = xp.take(seen[:, :, k], trained, axis=0)
+            weight = None if self.w_held is None else xp.take(self.w_held, trained)
+            cuts = xp.stack([threshold_at_share(fold_scores[:, c], float(shares[c]), weight)
+                             for c in range(fold_scores.shape[1])])
+            raw = best_cut(xp.take(held_out, trained, axis=0), xp.take(self.y_held, trained), self.measure, weight)[0]
+            share_cut = xp.where(rows, cuts[None, :], share_cut)
+            raw_cut = xp.where(rows, raw[None, :], raw_cut)
+        by_share = held_out > share_cut
+        collapsed = positive_share(xp.astype(by_share, held_out.dtype), 0.5, self.w_held) < shares * TRANSFER_COLLAPSE
+        return collapsed & (self._value_at(held_out > raw_cut) > self._value_at(by_share) + TRANSFER_MARGIN)
+
+    def _value_at(self, predicted: Array) -> Array:
+        """(candidates,): the measure of the held rows' predictions (rows, candidates), booleans."""
+        xp = namespace(predicted)
+        positive = (self.y_held > 0)[:, None]
+        mass = xp.ones_like(predicted, dtype=self.y_held.dtype) if self.w_held is None else \
+            xp.broadcast_to(self.w_held[:, None], predicted.shape)
+        zero = xp.zeros_like(mass)
+        tp = xp.sum(xp.where(positive & predicted, mass, zero), axis=0)
+        fp = xp.sum(xp.where(~positive & predicted, mass, zero), axis=0)
+        tn = xp.sum(xp.where(~positive & ~predicted, mass, zero), axis=0)
+        fn = xp.sum(xp.where(positive & ~predicted, mass, zero), axis=0)
+        return self.measure.from_counts(tp, fp, tn, fn, xp=xp)
 
     def moved(self, state: SelectionState) -> bool:
         """Whether any model of any arm has left w = 0, b = 0 (one host transfer)."""
@@ -610,13 +671,15 @@ class Selector:
         row scored by the fold model that did not see it) and the rows' weights (or None), on the backend."""
         return self.y_held, state.scores[:, self.best_index(state)], self.w_held
 
-    def share(self, state: SelectionState) -> float | None:
-        """The chosen candidate's positive share (None before any pass was scored): the model's
-        threshold puts that share of the training rows above it (the fold models' in-sample
-        share with K folds, the held-out rows' share with one split)."""
+    def threshold_rule(self, state: SelectionState) -> tuple[float | None, float | None]:
+        """The chosen candidate's (positive share, raw threshold) so far; (None, None) before any pass
+        was scored. The model's threshold puts the share of the training rows above it (the fold
+        models' in-sample share with K folds, the held-out rows' share with one split), or is the
+        raw out-of-fold threshold where the share does not carry over (the cut, else None)."""
         if not math.isfinite(state.best):
-            return None
-        return state.shares[self.best_index(state)]
+            return None, None
+        index = self.best_index(state)
+        return state.shares[index], state.thresholds[index] if state.raw[index] else None
 
     def _algorithm(self, index: int) -> Algorithm:
         """The algorithm of a candidate, with its settings."""
@@ -639,7 +702,8 @@ class Selector:
                     for best in (self._arm_best(state, arm) for arm in range(len(self.arms)))]
         return Selection(self._algorithm(index), self.arms[self._locate(index)[0]].loss, state.epochs[index],
                          state.thresholds[index], state.shares[index], state.values[index], self.rule, candidates,
-                         state.passes, compared if len(self.arms) > 1 else [], state.diverged[index])
+                         state.passes, compared if len(self.arms) > 1 else [], state.diverged[index],
+                         bool(state.raw[index]))
 
 
 @dataclass
@@ -668,6 +732,9 @@ class Selection:
     #: ``algorithm="auto"``: each algorithm compared on the same folds, and its held-out value.
     compared: list[dict[str, Any]] = field(default_factory=list)
     diverged: int = 0  #: the pass where the chosen candidate's weights became non-finite (0: never)
+    #: the refit model keeps the raw out-of-fold ``threshold``, the share not carrying over to new
+    #: rows (:meth:`Selector._share_fails`); False: it keeps the positive ``share``
+    raw: bool = False
 
     def report(self) -> dict[str, Any]:
         """A JSON-ready account (``model.fit_report.selection``, ``--json``)."""
@@ -678,6 +745,8 @@ class Selection:
                                   **({"diverged": c.diverged} if c.diverged else {})} for c in self.candidates]}
         if self.compared:
             report["compared"] = self.compared
+        if self.raw:
+            report["threshold_transfer"] = "out-of-fold threshold (the in-sample share does not carry over)"
         return report
 
 
