@@ -188,14 +188,17 @@ def test_pandas_and_the_scan_agree_on_every_battery_file(tmp_path):
             (scanned.feature_names, scanned.label_name, scanned.label_index), name
 
 
-def test_large_file_of_random_doubles_is_bit_identical(tmp_path, no_scan):
-    rows = table(20_000, 10, ["0", "1"], seed=3)
+def _reads_as_the_reference(path, rows) -> None:
+    """A comma file of ``rows`` is read to the bit as the reference parser reads it."""
     text = "\n".join(lines_of(rows)) + "\n"
-    (tmp_path / "big.csv").write_text(text)
+    path.write_text(text)
     X, labels, _ = reference(text, ",", False)
-    dataset = read_data(tmp_path / "big.csv")
-    assert (dataset.X.view(np.uint64) == X.view(np.uint64)).all()
-    assert (dataset.labels == labels).all()
+    dataset = read_data(path)
+    assert (dataset.X.view(np.uint64) == X.view(np.uint64)).all() and (dataset.labels == labels).all()
+
+
+def test_large_file_of_random_doubles_is_bit_identical(tmp_path, no_scan):
+    _reads_as_the_reference(tmp_path / "big.csv", table(20_000, 10, ["0", "1"], seed=3))
 
 
 @pytest.mark.parametrize("name", ["header", "text labels", "semicolon with spaces", "whitespace", "crlf",
@@ -217,12 +220,7 @@ def test_a_streamed_csv_reads_its_blocks_through_pandas_as_in_memory(name, tmp_p
 
 def test_a_wide_file_is_read_through_pandas(tmp_path, no_scan):
     """Lines longer than the first 64 kB read for the sniff (3,000 columns) still go to pandas."""
-    rows = table(30, 2999, ["1", "0"], seed=4)
-    text = "\n".join(lines_of(rows)) + "\n"
-    (tmp_path / "wide.csv").write_text(text)
-    X, labels, _ = reference(text, ",", False)
-    dataset = read_data(tmp_path / "wide.csv")
-    assert (dataset.X.view(np.uint64) == X.view(np.uint64)).all() and (dataset.labels == labels).all()
+    _reads_as_the_reference(tmp_path / "wide.csv", table(30, 2999, ["1", "0"], seed=4))
 
 
 def test_stdin_is_read_through_pandas(tmp_path):
