@@ -190,3 +190,32 @@ def test_a_stack_of_matrices_gives_each_one_s_value(spec):
         batched = measure.from_confusion(XP.asarray(stack), xp=XP)
         one_by_one = [float(measure.from_confusion(XP.asarray(m), xp=XP)) for m in stack]
         np.testing.assert_allclose(batched, one_by_one, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("K, y_true, y_pred, weight", CASES[::3])
+def test_the_multiclass_scorer_is_the_measure_on_k_classes(K, y_true, y_pred, weight):
+    """measure_score(average="multiclass") on text labels equals scikit-learn's and imbalanced-learn's
+    scores of the same labels (the scorer a grid search over a K-class CaloptClassifier uses)."""
+    from calopt.sklearn import make_scorer, measure_score
+
+    names = np.array(["ant", "bee", "cat", "dog", "eel", "fox"])
+    t, p = names[y_true], names[y_pred]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = {"gmean": geometric_mean_score(t, p, average="multiclass", sample_weight=weight),
+                    "f1": metrics.f1_score(t, p, average="macro", sample_weight=weight, zero_division=0),
+                    "balanced-accuracy": metrics.balanced_accuracy_score(t, p, sample_weight=weight)}
+    for spec, value in expected.items():
+        ours = measure_score(t, p, measure=spec, average="multiclass", sample_weight=weight)
+        assert ours == pytest.approx(value, abs=1e-12), spec
+
+    from sklearn.base import BaseEstimator, ClassifierMixin
+
+    class Fixed(ClassifierMixin, BaseEstimator):  # an estimator that predicts p, as a scorer calls it
+        classes_ = names
+
+        def predict(self, X):
+            return p
+
+    scored = make_scorer("gmean", average="multiclass")(Fixed(), np.zeros((len(t), 1)), t, sample_weight=weight)
+    assert scored == pytest.approx(expected["gmean"], abs=1e-12)

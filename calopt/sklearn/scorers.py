@@ -15,7 +15,7 @@ from sklearn.metrics import make_scorer as sklearn_make_scorer
 
 from calopt import registry
 from calopt.backends import get_backend, to_numpy
-from calopt.measures import confusion_counts
+from calopt.measures import confusion_counts, confusion_matrix
 
 __all__ = ["labels_1d", "make_scorer", "measure_score", "sample_weights"]
 
@@ -30,7 +30,11 @@ def measure_score(y_true: Any, y_pred: Any, *, measure: Any, pos_label: Any = 1,
     scikit-learn's ``f1_score`` does (pos_label 1 by default; give it for other labels);
     ``average="macro"`` is the mean over ``labels`` (default: every label in ``y_true``
     or ``y_pred``) of each label against the rest, what a one-vs-rest
-    :class:`~calopt.sklearn.CaloptClassifier` reports. Counts are sums of ``sample_weight`` when given.
+    :class:`~calopt.sklearn.CaloptClassifier` reports. ``average="multiclass"`` is the
+    measure's own definition on K classes (:meth:`calopt.Measure.from_confusion`: G-mean of the
+    K per-class recalls, as imbalanced-learn's ``geometric_mean_score(average="multiclass")``;
+    F1 the macro F1; see ``calopt list-measures``), over ``labels`` (default: every label in
+    ``y_true`` or ``y_pred``). Counts are sums of ``sample_weight`` when given.
     Undefined ratios follow the measure (calopt's: 0/0 is 0, as scikit-learn's scores with
     ``zero_division=0``; for the concave measures a class absent from both the truth and
     the predictions has rate 1, as imbalanced-learn's ``geometric_mean_score``).
@@ -51,8 +55,10 @@ def measure_score(y_true: Any, y_pred: Any, *, measure: Any, pos_label: Any = 1,
         positives = np.asarray([pos_label], dtype=object)
     elif average == "macro":
         positives = present if labels is None else np.asarray(labels)
+    elif average == "multiclass":
+        return _multiclass_score(measure, y_true, y_pred, present if labels is None else np.asarray(labels), weight)
     else:
-        raise ValueError(f"average must be 'binary' or 'macro', got {average!r}")
+        raise ValueError(f"average must be 'binary', 'macro' or 'multiclass', got {average!r}")
     values = []
     for label in positives:  # the measure of `label` against the rest
         truth = np.where(y_true == label, 1.0, -1.0)
@@ -60,6 +66,21 @@ def measure_score(y_true: Any, y_pred: Any, *, measure: Any, pos_label: Any = 1,
         counts = confusion_counts(truth, predicted, xp=_NUMPY, weight=weight)
         values.append(float(measure.from_counts(*counts, xp=_NUMPY)))
     return float(np.mean(values)) if values else 0.0
+
+
+def _multiclass_score(measure: Any, y_true: np.ndarray, y_pred: np.ndarray, labels: np.ndarray,
+                      weight: np.ndarray | None) -> float:
+    """The measure on the K × K confusion matrix of ``labels`` (rows whose truth or prediction is
+    another label are left out, as scikit-learn's scores with ``labels=`` leave them)."""
+    labels = np.asarray(labels)
+    order = np.argsort(labels, kind="stable")
+    index_true, index_pred = np.searchsorted(labels[order], y_true), np.searchsorted(labels[order], y_pred)
+    known = (index_true < labels.size) & (index_pred < labels.size)
+    known[known] &= (labels[order][index_true[known]] == y_true[known]) & (labels[order][index_pred[known]] == y_pred[known])
+    codes_true, codes_pred = order[index_true[known]], order[index_pred[known]]
+    matrix = confusion_matrix(codes_true, codes_pred, labels.size, xp=_NUMPY,
+                              weight=None if weight is None else weight[known])
+    return float(measure.from_confusion(matrix, xp=_NUMPY))
 
 
 def make_scorer(measure: Any, *, pos_label: Any = None, average: str | None = None, labels: Any = None) -> Any:
