@@ -554,7 +554,15 @@ def plan_cells(names: list[str], measures: list[str], split_seed: int, only: str
 
 
 def run(args: argparse.Namespace) -> None:
-    names = in_half(select(list(catalogue()), args.datasets), args.half)
+    names = select(list(catalogue()), args.datasets)
+    if args.half is not None and not args.datasets:  # the catalogue holds sets neither benchmark runs
+        split = load_split()
+        outside = [name for name in names if name not in split]
+        if outside:
+            print(f"in neither half (never part of the benchmark: excluded or failing to load): "
+                  f"{', '.join(outside)}", flush=True)
+        names = [name for name in names if name in split]
+    names = in_half(names, args.half)
     route_path, ours_path = ROUTE_FILE, results_path(args.tag)
     route, ours = load_results(route_path), load_results(ours_path)
     plans = plan_cells(names, args.measures, args.split_seed, args.only, args.force, route, ours)
