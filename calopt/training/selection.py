@@ -54,7 +54,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from calopt.algorithms import Algorithm, Problem
-from calopt.backends import Backend, get_backend, is_sparse, namespace, to_numpy
+from calopt.backends import Backend, device, get_backend, is_sparse, namespace, to_numpy
 from calopt.components import Component, parse_spec
 from calopt.constraints import ConstrainedMeasure
 from calopt.errors import ParameterError, TrainingError
@@ -373,9 +373,9 @@ class SelectionState(NamedTuple):
     epochs: list  #: the pass that reached it
     thresholds: list  #: the best threshold of the out-of-fold scores there
     shares: list  #: the positive share the refit model's threshold keeps (:meth:`Selector._score`)
-    #: whether the share does not carry over to new rows and the refit model keeps the raw
-    #: out-of-fold threshold instead (:meth:`Selector._share_fails`)
-    raw: list
+    #: (held-out rows, candidates, K) with K folds: every row scored by every fold model at each
+    #: candidate's best pass, for :meth:`Selector._share_fails` at the end; (0,) with one split
+    seen: Array
     coef: Array  #: (d, candidates): each candidate's refit model at that pass
     intercept: Array  #: (candidates,)
     scores: Array  #: (held-out rows, candidates): the out-of-fold scores there (each row by the model that did not see it)
@@ -469,7 +469,9 @@ class Selector:
     def init(self, problem: Problem) -> SelectionState:
         total = sum(self.sizes)
         return SelectionState(tuple(arm.init() for arm in self.arms), [-math.inf] * total, [0] * total,
-                              [0.0] * total, [0.0] * total, [False] * total, problem.zeros(problem.n_features, total),
+                              [0.0] * total, [0.0] * total,
+                              problem.zeros(int(self.y_held.shape[0]), total, self.K) if self.K > 1 else problem.zeros(0),
+                              problem.zeros(problem.n_features, total),
                               problem.zeros(total), problem.zeros(int(self.y_held.shape[0]), total), -math.inf,
                               0, 0, [0] * total)
 
@@ -504,25 +506,23 @@ class Selector:
             refit_b.append(xp.take(b, refit, axis=0))
         held_out = xp.concat(held_out, axis=1)
         thresholds, values = best_cut(held_out, self.y_held, self.measure, self.w_held)
-        raw = xp.zeros_like(values)
+        seen = xp.concat(seen, axis=1)
         if self.K > 1 and not isinstance(self.measure, ConstrainedMeasure):
-            seen = xp.concat(seen, axis=1)
             shares = self._seen_share(seen, thresholds)
-            raw = xp.astype(self._share_fails(seen, held_out, shares), values.dtype)
         else:
             shares = positive_share(held_out, thresholds, self.w_held)
         finite = xp.astype(xp.concat(finite), values.dtype)
-        numbers = to_numpy(xp.stack([thresholds, values, shares, finite, raw], axis=1))  # one transfer a pass
+        numbers = to_numpy(xp.stack([thresholds, values, shares, finite], axis=1))  # one transfer a pass
         best_values, epochs = list(state.values), list(state.epochs)
         diverged = [d or (passes if not ok else 0) for d, ok in zip(state.diverged, numbers[:, 3] > 0)]
-        best_thresholds, best_shares, best_raw = list(state.thresholds), list(state.shares), list(state.raw)
+        best_thresholds, best_shares = list(state.thresholds), list(state.shares)
         improved = np.zeros(len(best_values), dtype=bool)
-        for c, (threshold, value, share, _, by_raw) in enumerate(numbers):
+        for c, (threshold, value, share, _) in enumerate(numbers):
             if math.isfinite(value) and math.isfinite(threshold) and not diverged[c] and (
                     self.latest or value >= best_values[c]):
                 improved[c] = True
                 best_values[c], epochs[c] = float(value), passes
-                best_thresholds[c], best_shares[c], best_raw[c] = float(threshold), float(share), bool(by_raw)
+                best_thresholds[c], best_shares[c] = float(threshold), float(share)
         keep = xp.asarray(improved, device=self.backend.device)
         coef = xp.where(keep[None, :], xp.concat(refit_w, axis=1), state.coef)
         intercept = xp.where(keep, xp.concat(refit_b), state.intercept)
@@ -530,7 +530,7 @@ class Selector:
         best = max(best_values)
         stale = 0 if best > state.best else state.stale + 1
         return state._replace(values=best_values, epochs=epochs, thresholds=best_thresholds, shares=best_shares,
-                              raw=best_raw,
+                              seen=xp.where(keep[None, :, None], seen, state.seen) if self.K > 1 else state.seen,
                               coef=coef, intercept=intercept,
                               scores=scores, best=best, stale=stale, diverged=diverged)
 
@@ -542,9 +542,12 @@ class Selector:
         above = xp.astype(scores > thresholds[None, :, None], scores.dtype)
         return xp.mean(xp.sum(above * self.seen, axis=0) / self.seen_total, axis=1)
 
-    def _share_fails(self, seen: Array, held_out: Array, shares: Array) -> Array:
+    def _share_fails(self, seen: Array, held_out: Array, shares: list[float]) -> Array:
         """(candidates,) booleans: whether the fold models show that the in-sample share does not
         carry over to rows a model did not see, so the refit model keeps the raw threshold.
+        Run once, on the chosen candidate at its best pass (:meth:`chosen`): ``seen`` (rows,
+        candidates, K) its fold models' scores of every row, ``held_out`` (rows, candidates) its
+        out-of-fold scores, ``shares`` its in-sample shares.
 
         The in-sample share (:meth:`_seen_share`) assumes a model scores its training rows
         and new rows alike up to its fit. Where a model separates its training rows (far
@@ -563,12 +566,12 @@ class Selector:
         for k, (trained, rows) in enumerate(self.fold_rows):
             fold_scores = xp.take(seen[:, :, k], trained, axis=0)
             weight = None if self.w_held is None else xp.take(self.w_held, trained)
-            cuts = xp.stack([threshold_at_share(fold_scores[:, c], float(shares[c]), weight)
-                             for c in range(fold_scores.shape[1])])
+            cuts = xp.stack([threshold_at_share(fold_scores[:, c], share, weight) for c, share in enumerate(shares)])
             raw = best_cut(xp.take(held_out, trained, axis=0), xp.take(self.y_held, trained), self.measure, weight)[0]
             share_cut = xp.where(rows, cuts[None, :], share_cut)
             raw_cut = xp.where(rows, raw[None, :], raw_cut)
         by_share = held_out > share_cut
+        shares = xp.asarray(shares, dtype=held_out.dtype, device=device(held_out))
         collapsed = positive_share(xp.astype(by_share, held_out.dtype), 0.5, self.w_held) < shares * TRANSFER_COLLAPSE
         return collapsed & (self._value_at(held_out > raw_cut) > self._value_at(by_share) + TRANSFER_MARGIN)
 
@@ -672,14 +675,21 @@ class Selector:
         return self.y_held, state.scores[:, self.best_index(state)], self.w_held
 
     def threshold_rule(self, state: SelectionState) -> tuple[float | None, float | None]:
-        """The chosen candidate's (positive share, raw threshold) so far; (None, None) before any pass
-        was scored. The model's threshold puts the share of the training rows above it (the fold
-        models' in-sample share with K folds, the held-out rows' share with one split), or is the
-        raw out-of-fold threshold where the share does not carry over (the cut, else None)."""
+        """The chosen candidate's positive share so far (None before any pass was scored), and no
+        raw threshold: the model's threshold puts the share of the training rows above it (the fold
+        models' in-sample share with K folds, the held-out rows' share with one split). Whether the
+        share carries over to new rows is checked once, at the end (:meth:`chosen`)."""
         if not math.isfinite(state.best):
             return None, None
-        index = self.best_index(state)
-        return state.shares[index], state.thresholds[index] if state.raw[index] else None
+        return state.shares[self.best_index(state)], None
+
+    def _raw(self, state: SelectionState, index: int) -> bool:
+        """Whether candidate ``index`` keeps the raw threshold (:meth:`_share_fails`, K folds only)."""
+        if self.K == 1 or isinstance(self.measure, ConstrainedMeasure):
+            return False
+        pick = slice(index, index + 1)
+        return bool(to_numpy(self._share_fails(state.seen[:, pick, :], state.scores[:, pick],
+                                               [state.shares[index]]))[0])
 
     def _algorithm(self, index: int) -> Algorithm:
         """The algorithm of a candidate, with its settings."""
@@ -703,7 +713,7 @@ class Selector:
         return Selection(self._algorithm(index), self.arms[self._locate(index)[0]].loss, state.epochs[index],
                          state.thresholds[index], state.shares[index], state.values[index], self.rule, candidates,
                          state.passes, compared if len(self.arms) > 1 else [], state.diverged[index],
-                         bool(state.raw[index]))
+                         self._raw(state, index))
 
 
 @dataclass
