@@ -299,14 +299,24 @@ def _average(states: Sequence[Any]) -> Any:
 _LOST = (concurrent.futures.CancelledError, asyncio.CancelledError, OSError, TimeoutError)
 
 
+#: How long a run waits for a first worker when the cluster lists none (seconds).
+WORKER_WAIT = 10.0
+
+
 class _Shards:
     """The shard futures, one per worker, and how to build each again when its worker is lost."""
 
     def __init__(self, client: Any, source: Any, labels: Any, read_options: dict[str, Any]):
         self.client, self.source, self.labels, self.read_options = client, source, labels, read_options
         self.workers = sorted(client.scheduler_info()["workers"])
+        if not self.workers:  # the client's view of the scheduler may lag (workers (re)connecting)
+            try:
+                client.wait_for_workers(1, timeout=WORKER_WAIT)
+            except (TimeoutError, OSError):
+                pass
+            self.workers = sorted(client.scheduler_info()["workers"])
         if not self.workers:
-            raise TrainingError("the Dask cluster has no workers")
+            raise TrainingError(f"the Dask cluster has no workers (none joined within {WORKER_WAIT:g} s)")
         if isinstance(source, (list, tuple)):
             if not source:
                 raise ParameterError("no training files given")
