@@ -598,8 +598,19 @@ class Selector:
         return bool(to_numpy(xp.any(xp.stack(flags))))
 
     def converged(self, state: SelectionState) -> bool:
-        """No candidate improved for ``patience`` passes, or every candidate diverged."""
-        return (self.patience is not None and state.stale >= self.patience) or all(state.diverged)
+        """No candidate improved for ``patience`` passes, every candidate diverged, or (the passes
+        not given) every model of every arm passed its algorithm's own convergence test (lbfgs:
+        max |∇f| ≤ tol, where scikit-learn's lbfgs stops): later passes would leave the models,
+        and so the held-out values, as they are."""
+        if all(state.diverged):
+            return True
+        return self.patience is not None and (state.stale >= self.patience or self._settled(state))
+
+    def _settled(self, state: SelectionState) -> bool:
+        """Whether every model of every arm has converged by its algorithm's own test (an
+        algorithm without one never has)."""
+        return all(trainer.converged(trainer_state) for arm, arm_state in zip(self.arms, state.arms)
+                   for trainer, trainer_state in zip(arm.trainers, arm_state))
 
     def iterate(self, state: SelectionState) -> tuple:
         return ()
