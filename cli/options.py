@@ -36,6 +36,7 @@ __all__ = [
     "echo_json",
     "epochs_text",
     "selection_text",
+    "subsample_text",
     "json_text",
     "run_fields",
 ]
@@ -256,7 +257,8 @@ def run_fields(model: Any) -> dict[str, Any]:
     return {key: getattr(model, key) for key in ("measure", "algorithm", "loss")} | {
         "backend": report.backend, "dtype": report.dtype, "fit_seconds": model.fit_seconds,
         "epochs": report.epochs, "batch_size": report.batch_size} | (
-        {"selection": report.selection} if report.selection else {})
+        {"selection": report.selection} if report.selection else {}) | (
+        {"subsample": report.subsample} if report.subsample else {})
 
 
 def epochs_text(epochs: int, unit: str = "epoch") -> str:
@@ -275,4 +277,13 @@ def selection_text(selection: dict[str, Any] | None, measure: str) -> str | None
             f"of {selection['epochs_run']}, held-out {measure} {value}")
     if selection.get("compared"):
         text += "; compared " + ", ".join(f"{c['algorithm']} {c['value']:.4f}" for c in selection["compared"])
+    return text
+
+
+def subsample_text(subsample: dict[str, Any], measure: str) -> str:
+    """How a large run used its rows (calopt.training.sampling), in a sentence."""
+    text = f"trained on a stratified sample of {subsample['rows']:,} of {subsample['of']:,} rows"
+    if "value" in subsample:
+        text += (f"; threshold: the best cut on the other {subsample['cut_rows']:,} rows "
+                 f"({measure} {subsample['value']:.4f} there)")
     return text

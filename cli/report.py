@@ -40,6 +40,8 @@ class RunReport:
     stream: dict[str, Any] | None
     cluster: dict[str, Any] | None
     aggregate: dict[str, Any] | None
+    #: large data: the rows trained on and the rows the threshold was cut on (calopt.training.sampling)
+    subsample: dict[str, Any] | None = None
 
 
 def run_report(model: Any) -> RunReport:
@@ -51,6 +53,7 @@ def run_report(model: Any) -> RunReport:
         threshold_rule=report.threshold_rule, constraints=[dict(entry) for entry in report.constraints or ()],
         data=_json(report.data), stream=_json(report.stream), cluster=_json(report.cluster),
         aggregate=None if report.aggregate is None else dict(report.aggregate),
+        subsample=None if report.subsample is None else dict(report.subsample),
     )
 
 

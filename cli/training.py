@@ -56,6 +56,7 @@ from calopt_cli.options import (
     json_text,
     run_fields,
     selection_text,
+    subsample_text,
 )
 from calopt_cli.outputs import Output, check_outputs, check_stdin_once, write_text
 from calopt_cli.progress import epoch_progress
@@ -352,6 +353,8 @@ def _print_train(model: Any, report: RunReport, summaries: list[tuple[str, dict[
     chosen = selection_text(report.selection, model.measure)
     if chosen:
         console.print(chosen)
+    if report.subsample:
+        console.print(subsample_text(report.subsample, model.measure))
     if report.constraints:
         console.print(constraints_table(report.constraints))
     if "per_class" in summaries[0][1]:

@@ -243,6 +243,9 @@ class FitReport:
     partial_fit: PartialFitReport | None = None  #: what ``partial_fit`` has seen
     rank: int | None = None  #: SLND's rank
     sample: int | None = None  #: the rows of SLND's sample
+    #: Large data (:mod:`calopt.training.sampling`): the rows the model trained on (``rows`` of
+    #: ``of``) and the best cut on the ``cut_rows`` others (``threshold_shift``, ``value``).
+    subsample: Mapping[str, Any] | None = None
     one_vs_rest: str | None = None  #: ``"per class"`` when a multiclass model was trained one class at a time
     #: Each class's score spread on the training rows, by which its scores were divided
     #: (one class at a time).

@@ -49,6 +49,7 @@ from calopt.models.report import DataReading, FitReport
 from calopt.training.checkpoint import Checkpoint, data_fingerprint, run_resumable
 from calopt.training.loop import NONFINITE, EpochRecord, LoopResult
 from calopt.training.plan import DEFAULT_EPOCHS, FitPlan, RunControl, default_batch_size
+from calopt.training.sampling import RowSample, sample_size
 from calopt.training.selection import (
     CV_ROWS,
     Arm,
@@ -454,7 +455,6 @@ def fit_binary(X: Any, labels: np.ndarray, plan: FitPlan, *, positive: Any = Non
     """The plan on two-class arrays (``labels`` as read): labels ±1, the rule for the data, the
     features prepared on the backend, then :func:`_fit_binary`."""
     y_pm, classes = encode_binary(labels, positive=positive, source="training labels")
-    rule = selection_rule(plan.components.algorithms, plan.select, y_pm, int(X.shape[1]))
     resolved = resolve_backend(X, backend, dtype, device)
     if X.shape[0] != y_pm.shape[0]:
         raise ParameterError(f"X has {X.shape[0]} rows but y has {y_pm.shape[0]} labels")
@@ -463,9 +463,25 @@ def fit_binary(X: Any, labels: np.ndarray, plan: FitPlan, *, positive: Any = Non
                                                             source="evaluation labels")
     load_fold_splitter()  # a one-off import, not training time
     started = time.perf_counter()
-    data = prepare(X, y_pm, resolved, plan.scale, weight)
+    rows = _row_sample(X, y_pm, plan, weight)
+    train_X, train_y = (X, y_pm) if rows is None else (X[rows.sample], y_pm[rows.sample])
+    rule = selection_rule(plan.components.algorithms, plan.select, train_y, int(X.shape[1]))
+    data = prepare(train_X, train_y, resolved, plan.scale, weight)
     evaluation = None if eval_set is None else prepare(eval_set[0], eval_labels, resolved, data.scale)
-    return _fit_binary(data, classes, plan, rule, evaluation, started)
+    model = _fit_binary(data, classes, plan, rule, evaluation, started)
+    return model if rows is None else rows.cut(model, X, y_pm, plan.measure, tune=plan.tune_threshold)
+
+
+def _row_sample(X: Any, y_pm: np.ndarray, plan: FitPlan, weight: np.ndarray | None) -> RowSample | None:
+    """The rows a large fit trains on (:mod:`calopt.training.sampling`), or None (every row): only
+    under the automatic selection, without sample weights or rate constraints, for host arrays."""
+    host = isinstance(X, np.ndarray) or (is_sparse(X) and hasattr(X, "tocsr"))
+    if plan.select is not None or weight is not None or isinstance(plan.measure, ConstrainedMeasure) or not host:
+        return None
+    if any(not foldable(algorithm) for algorithm in plan.components.algorithms):
+        return None
+    size = sample_size(int(y_pm.size), int(X.shape[1]))
+    return None if size is None else RowSample.draw(y_pm, size, plan.seed)
 
 
 def selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarray, n_features: int) -> Rule:

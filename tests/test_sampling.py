@@ -1,0 +1,83 @@
+"""Large data (calopt.training.sampling): the model trained on a sample, its threshold the exact
+best cut on the rows it never saw; checked against scikit-learn's measures on those rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import f1_score
+
+import calopt
+from calopt.training import sampling
+from calopt.training.sampling import RowSample, sample_size
+
+
+def test_sample_size_rule():
+    assert sample_size(99_999, 5) is None  # below twice the fewest rows: every row
+    assert sample_size(100_000, 5) == sampling.MIN_ROWS
+    assert sample_size(1_000_000, 100) == 100 * sampling.ROWS_PER_FEATURE
+    assert sample_size(150_000, 100) is None  # fewer than 2,000 rows per feature: every row
+
+
+def _data(n: int, d: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * np.array([1.0, 3.0, 0.5, 10.0])[:d]
+    score = X @ (np.array([1.0, -0.5, 2.0, 0.1])[:d]) + rng.logistic(size=n)
+    return X, (score > np.quantile(score, 0.9)).astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def large() -> tuple[np.ndarray, np.ndarray]:
+    return _data(2 * sampling.MIN_ROWS + 10_000)
+
+
+def test_large_fit_cuts_its_threshold_on_the_rows_it_did_not_train_on(large):
+    X, y = large
+    model = calopt.fit(X, y, measure="f1")
+    account = model.fit_report.subsample
+    assert account["of"] == y.size and account["rows"] + account["cut_rows"] == y.size
+    assert abs(account["rows"] - sampling.MIN_ROWS) <= 1
+    # the same stratified draw: its rest rows are where the threshold was cut
+    rows = RowSample.draw(np.where(y == 1, 1.0, -1.0), sampling.MIN_ROWS, 0)
+    assert rows.rest.size == account["cut_rows"]
+    rest_X, rest_y = X[rows.rest], y[rows.rest]
+    scores = model.decision_function(rest_X)
+    assert account["value"] == pytest.approx(f1_score(rest_y, scores > 0), abs=1e-12)
+    # no threshold at a neighbouring distinct score does better there (scikit-learn's F1)
+    distinct = np.unique(scores)
+    at = np.searchsorted(distinct, 0.0)
+    for shift in distinct[max(at - 3, 0):at + 3]:
+        assert f1_score(rest_y, scores > shift) <= account["value"] + 1e-12
+
+
+def test_large_fit_matches_the_split_route(large):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+
+    X, y = large
+    X_test, y_test = _data(40_000, seed=1)
+    model = calopt.fit(X, y, measure="f1")
+    fit, held, y_fit, y_held = train_test_split(X, y, test_size=0.2, stratify=y, random_state=0)
+    route = LogisticRegression(max_iter=1000).fit(fit, y_fit)
+    held_scores = route.decision_function(held)
+    cuts = np.quantile(held_scores, np.linspace(0.5, 0.99, 400))
+    cut = cuts[np.argmax([f1_score(y_held, held_scores > c) for c in cuts])]
+    route_f1 = f1_score(y_test, route.decision_function(X_test) > cut)
+    assert f1_score(y_test, model.predict(X_test)) >= route_f1 - 0.01
+
+
+@pytest.mark.parametrize("options", [{"select": "holdout:0.2"}, {"sample_weight": "ones"},
+                                     {"measure": "recall", "constraints": ["precision>=0.5"]}])
+def test_every_row_trains_when_the_user_says_how(large, options):
+    X, y = large
+    options = dict(options)
+    if options.get("sample_weight") == "ones":
+        options["sample_weight"] = np.ones(y.size)
+    options.setdefault("measure", "f1")
+    model = calopt.fit(X, y, max_epochs=3, **options)
+    assert model.fit_report.subsample is None
+
+
+def test_below_the_regime_nothing_changes():
+    X, y = _data(2 * sampling.MIN_ROWS - 1)
+    assert calopt.fit(X, y, measure="gmean", max_epochs=3).fit_report.subsample is None
