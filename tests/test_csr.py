@@ -39,6 +39,51 @@ def test_products_with_vectors_are_scipys(dtype, start, stop):
     assert rows.shape == block.shape and rows.T.shape == block.T.shape and rows.nnz == block.nnz
 
 
+def _loop_products(X, start, stop, W, C):
+    """X[start:stop] @ W and X[start:stop].T @ C by plain loops over the nonzeros: each sum from 0
+    in the order the nonzeros are stored (the order of scipy's loops, so equal bit for bit)."""
+    XW = np.zeros((stop - start, W.shape[1]), dtype=X.dtype)
+    XtC = np.zeros((X.shape[1], C.shape[1]), dtype=X.dtype)
+    for row in range(start, stop):
+        for k in range(X.indptr[row], X.indptr[row + 1]):
+            column, value = X.indices[k], X.data[k]
+            for j in range(W.shape[1]):  # NumPy scalars: float32 sums stay float32
+                XW[row - start, j] = XW[row - start, j] + value * W[column, j]
+                XtC[column, j] = XtC[column, j] + value * C[row - start, j]
+    return XW, XtC
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize("start, stop", [(0, 40), (5, 17), (12, 12)])
+def test_products_are_the_plain_loops_bit_for_bit(dtype, index, start, stop):
+    """Vectors and stacked columns (the weights of several models), each batch of rows of a matrix
+    with either index type: the sums of a plain loop, exactly (models stay bit-identical)."""
+    X = _matrix(dtype=dtype)
+    X.indices, X.indptr = X.indices.astype(index), X.indptr.astype(index)  # as set, not as scipy would choose
+    rng = np.random.default_rng(2)
+    W, C = rng.normal(size=(7, 3)).astype(dtype), rng.normal(size=(stop - start, 3)).astype(dtype)
+    XW, XtC = _loop_products(X, start, stop, W, C)
+    rows = _rows(X, start, stop)
+    for got, want in ((rows @ W, XW), (rows.T @ C, XtC), (rows @ W[:, 1].copy(), XW[:, 1]),
+                      (rows.T @ C[:, 2].copy(), XtC[:, 2])):
+        assert got.dtype == dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes(), (got, want)
+
+
+def test_batches_of_one_shape_do_not_share_their_products():
+    """Batches of the same shape, one after the other and then again in reverse: each product is
+    its own rows' (nothing of one batch is left in another)."""
+    X = _matrix(n=48, d=9, density=0.4)
+    w = np.random.default_rng(3).normal(size=(9, 1))
+    batches = [_rows(X, start, start + 12) for start in range(0, 48, 12)]
+    for rows in batches + batches[::-1]:
+        start = int(np.searchsorted(X.indptr, rows.indptr[0]))
+        want, _ = _loop_products(X, start, start + 12, w, np.zeros((12, 1)))
+        np.testing.assert_array_equal(rows @ w, want)
+        np.testing.assert_array_equal(rows.T @ np.ones(12), X[start:start + 12].toarray().sum(axis=0))
+
+
 def test_everything_else_goes_to_an_equal_scipy_matrix():
     X = _matrix(density=0.5)
     rows, block = _rows(X, 3, 30), X[3:30]
@@ -63,6 +108,21 @@ def test_a_scipy_matrix_from_it_owns_its_arrays():
     matrix = _rows(X, 2, 9).tocsr()
     matrix.data[:] = 0.0
     np.testing.assert_array_equal(X.data, before)
+
+
+def test_reader_serves_int64_indices_as_int32_without_touching_the_callers_matrix():
+    """A matrix with int64 index arrays (what load_svmlight_file reads) is served the same rows,
+    its caller's arrays left as they were."""
+    X = _matrix(n=50, d=30, density=0.05)
+    X64 = X.copy()  # scipy's constructor would make them int32
+    X64.indices, X64.indptr = X.indices.astype(np.int64), X.indptr.astype(np.int64)
+    y = np.where(np.arange(50) % 3 == 0, 1.0, -1.0)
+    reader = ArrayReader(X64, y, calopt.get_backend("numpy").xp)
+    served = list(reader.epoch(16, np.random.default_rng(7)))
+    assert [type(batch.X) for batch in served] == [CsrRows] * 4
+    assert X64.indices.dtype == X64.indptr.dtype == np.int64
+    order = np.random.default_rng(7).permutation(50)
+    np.testing.assert_array_equal(np.vstack([batch.X.toarray() for batch in served]), X[order].toarray())
 
 
 def test_reader_serves_csr_rows_of_the_permuted_matrix():

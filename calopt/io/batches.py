@@ -14,15 +14,11 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
+import scipy.sparse
 
 from calopt.backends import is_sparse
 from calopt.io.csr import CsrRows, fast_products
 from calopt.io.rows import FeatureRows
-
-try:  # the C++ loops behind scipy's X[rows] and X.toarray(), without their checks and copies
-    from scipy.sparse._sparsetools import csr_row_index, csr_todense
-except ImportError:  # pragma: no cover - a SciPy that moved them: its public routes instead
-    csr_row_index = csr_todense = None
 
 __all__ = ["ArrayReader", "Batch", "BatchReader"]
 
@@ -63,11 +59,12 @@ class ArrayReader(FeatureRows):
     :data:`GATHER_BATCH_ROWS` rows, and dense data of at least :data:`BATCH_GATHER_BYTES`,
     are gathered batch by batch instead. A CSR matrix with at least
     :data:`DENSE_DENSITY` nonzeros per cell is made dense once, here (ijcnn1); a sparser
-    one is permuted as CSR each epoch (scipy's row gather on the index arrays, a fraction
-    of the bytes of a dense copy) and its slices are served as :class:`calopt.io.csr.CsrRows`
-    (a9a, w8a), whose products with vectors run scipy's C++ loops directly. Without those
-    loops (a SciPy that moved them) the slices are served dense from
-    :data:`DENSE_BATCH_DENSITY` nonzeros per cell, else as scipy CSR matrices.
+    one is permuted as CSR each epoch (scipy's row gather ``X[order]``, a fraction of the
+    bytes of a dense copy) and its slices are served as :class:`calopt.io.csr.CsrRows`
+    (a9a, w8a), whose products with vectors skip the construction of a scipy matrix per
+    batch. Index arrays of two integer types or integer values (which CsrRows does not
+    take) are served dense from :data:`DENSE_BATCH_DENSITY` nonzeros per cell, else as
+    scipy CSR matrices.
     """
 
     X: Array
@@ -83,11 +80,13 @@ class ArrayReader(FeatureRows):
         n, d = self.X.shape
         if self.X.nnz >= DENSE_DENSITY * n * d:  # at most 2.2× the bytes of the CSR
             self.X = self.X.toarray()
-        elif not self.X.has_canonical_format:
-            # dense batches are scattered from the nonzeros: duplicates must be summed first
+            return
+        if not self.X.has_canonical_format:
+            # dense batches are made from the nonzeros: duplicates must be summed first
             # (on a copy; permuting rows keeps a matrix canonical, so this is done once)
             self.X = self.X.copy()
             self.X.sum_duplicates()
+        self.X = _int32_indices(self.X)
 
     def epoch(self, batch_size: int, rng: np.random.Generator | None) -> Iterator[Batch]:
         xp, X, y, weight, order = self.xp, self.X, self.y, self.weight, None
@@ -129,6 +128,17 @@ BATCH_GATHER_BYTES = 1 << 26
 GATHER_BATCH_ROWS = 64
 
 
+def _int32_indices(X: Any) -> Any:
+    """X with int32 index arrays where they fit (a new matrix on the same values), else X.
+
+    scipy's row gather ``X[order]``, made every epoch, returns int32 index arrays whenever
+    they fit, so on int64 ones (what ``load_svmlight_file`` reads) it also checks and
+    converts them every epoch: a9a 5.4 ms an epoch against 1.2 ms on int32 arrays."""
+    if X.indices.dtype == X.indptr.dtype == np.int32 or max(X.nnz, *X.shape) > np.iinfo(np.int32).max:
+        return X
+    return type(X)((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+
+
 def _nbytes(X: Array, xp: Any) -> int:
     return int(X.shape[0]) * int(X.shape[1]) * (xp.finfo(X.dtype).bits // 8)
 
@@ -149,12 +159,12 @@ def _gathered_batches(
 #: nonzero as CSR (2-core AMD EPYC), so dense wins above a density of about 0.3
 #: (ijcnn1, 0.59: 2.8 ms dense against 6.2 ms; the reader table of bench_throughput.py).
 DENSE_DENSITY = 0.3
-#: Without scipy's product loops (see calopt.io.csr): nonzeros per cell from which the
-#: batches of a CSR matrix are served dense (a9a, 0.11: about 7 µs to build a batch and
-#: 9 µs of dense products against 45-50 µs of scipy slicing and sparse products; w8a,
-#: 0.039 with 300 features: CSR is faster). With them, CsrRows beat both: a reader epoch
-#: with the two products a batch, a9a 3.2 ms against 4.7 ms dense, w8a 4.9 against 12.7
-#: (bench_throughput.py's reader table).
+#: When CsrRows cannot serve a CSR matrix (see :func:`calopt.io.csr.fast_products`):
+#: nonzeros per cell from which its batches are served dense (a9a, 0.11: about 7 µs to
+#: build a batch and 9 µs of dense products against 45-50 µs of scipy slicing and sparse
+#: products; w8a, 0.039 with 300 features: CSR is faster). Where it can, CsrRows beat
+#: both: a reader epoch with the two products a batch, a9a 3.2 ms against 4.7 ms dense,
+#: w8a 4.9 against 12.7 (bench_throughput.py's reader table).
 DENSE_BATCH_DENSITY = 0.05
 
 
@@ -162,8 +172,8 @@ def _sparse_batches(
     X: Any, y: Array, weight: Array | None, batch_size: int, order: np.ndarray | None = None
 ) -> Iterator[Batch]:
     """Consecutive row slices of a CSR matrix (NumPy only), or of its rows ``order`` when
-    given (y and the weights already in that order): CsrRows, or without scipy's loops
-    dense when dense enough, else scipy CSR matrices."""
+    given (y and the weights already in that order): CsrRows, or where they cannot serve
+    the arrays dense when dense enough, else scipy CSR matrices."""
     n, d = X.shape
     data, indices, indptr = (X.data, X.indices, X.indptr) if order is None else _csr_rows(X, order)
     fast = fast_products(data, indices, indptr)
@@ -182,30 +192,16 @@ def _sparse_batches(
 
 
 def _csr_rows(X: Any, order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(data, indices, indptr) of the CSR matrix X[order]: scipy's row gather without the
-    checks and copies of a new matrix (a9a: 0.36 ms an epoch, X[order] 0.48 ms)."""
-    if csr_row_index is None or X.indices.dtype != X.indptr.dtype:
-        X = X[order]
-        return X.data, X.indices, X.indptr
-    indptr = np.empty(len(order) + 1, dtype=X.indptr.dtype)
-    indptr[0] = 0
-    np.cumsum(np.diff(X.indptr)[order], out=indptr[1:])
-    indices = np.empty(int(indptr[-1]), dtype=X.indices.dtype)
-    data = np.empty(int(indptr[-1]), dtype=X.data.dtype)
-    csr_row_index(len(order), order.astype(X.indptr.dtype), X.indptr, X.indices, X.data, indices, data)
-    return data, indices, indptr
+    """(data, indices, indptr) of the CSR matrix X[order] (scipy's row gather, once per epoch:
+    a9a 0.4 ms, a few percent of the epoch's products)."""
+    X = X[order]
+    return X.data, X.indices, X.indptr
 
 
 def _dense_rows(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, d: int) -> np.ndarray:
     """The rows of a CSR matrix that ``indptr`` (a slice of its row pointers, not rebased)
-    delimits, as a zeroed (rows × d) block with their nonzeros added in."""
-    rows = len(indptr) - 1
-    block = np.zeros((rows, d), dtype=data.dtype)
-    if csr_todense is not None:  # one C++ loop over the rows (a9a: 7 µs a batch)
-        csr_todense(rows, d, indptr, indices, data, block)
-        return block
+    delimits, as a (rows × d) array (for arrays :class:`calopt.io.csr.CsrRows` does not take)."""
     first, last = indptr[0], indptr[-1]
-    cells = np.repeat(np.arange(0, rows * d, d), np.diff(indptr))  # scattered: 17 µs a batch
-    cells += indices[first:last]
-    block.ravel()[cells] = data[first:last]
-    return block
+    rows = scipy.sparse.csr_array((data[first:last], indices[first:last], indptr - first),
+                                  shape=(len(indptr) - 1, d))
+    return rows.toarray()

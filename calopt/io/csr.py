@@ -1,49 +1,52 @@
 """Mini-batches of a CSR matrix that multiply vectors without scipy's per-call overhead.
 
 A solver's mini-batch update on sparse data is two products, ``X @ w`` and
-``X.T @ c`` with NumPy vectors. Through a ``scipy.sparse`` matrix each costs far more
-than its arithmetic on a batch of a few thousand nonzeros (a9a, 325 rows: building the
-matrix 16 µs, ``X @ w`` 6.5 µs, ``X.T @ c`` 21 µs), because of format checks and
-dispatch. :class:`CsrRows` holds the rows as slices of the index arrays, never copied
-or validated, and runs those two products with the C++ loops scipy itself ends in
-(``csr_matvec``, ``csc_matvec``: 3.8 and 4.0 µs there). Every other use, whatever the
-operand, method or attribute, goes to an ordinary scipy CSR matrix of the same rows,
-built once on first use, so code written for scipy.sparse keeps working;
-:func:`calopt.backends.is_sparse` is true for it (``scipy.sparse.issparse`` is not).
+``X.T @ c`` with NumPy vectors. Through a ``scipy.sparse`` matrix built for the batch
+each costs far more than its arithmetic on a batch of a few thousand nonzeros (a9a, 325
+rows: building a CSR array about 10 µs, and ``X.T`` builds a CSC array again), because
+the constructor checks and converts its arrays. :class:`CsrRows` holds the rows as
+slices of the index arrays, never copied or validated, and runs those two products
+through public scipy arrays that it does not construct: a copy of an empty CSR (or CSC)
+array of the batch's shape whose ``data``, ``indices`` and ``indptr`` attributes are set
+to the batch's arrays (:func:`_view`), so ``@`` ends in the same C++ loop as any scipy
+product (``csr_matvec``, ``csc_matvec``) with nothing before it but scipy's dispatch.
+Every other use, whatever the operand, method or attribute, goes to an ordinary scipy CSR
+matrix of the same rows, built once on first use, so code written for scipy.sparse keeps
+working; :func:`calopt.backends.is_sparse` is true for it (``scipy.sparse.issparse`` is not).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any
 
 import numpy as np
 import scipy.sparse
 
-try:  # scipy's own C++ product loops, without the checks of its public operators
-    from scipy.sparse._sparsetools import csc_matvec, csc_matvecs, csr_matvec, csr_matvecs
-except ImportError:  # pragma: no cover - a SciPy that moved them: its public operators instead
-    csc_matvec = csr_matvec = csc_matvecs = csr_matvecs = None
-
 __all__ = ["CsrRows", "fast_products"]
 
 
 def fast_products(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray) -> bool:
-    """Whether :class:`CsrRows` can multiply with scipy's loops on these index arrays."""
-    return csr_matvec is not None and indices.dtype == indptr.dtype and data.dtype.kind == "f"
+    """Whether :class:`CsrRows` can multiply on these arrays as they are: index arrays of one
+    integer type (what scipy's loops take, which its constructor would otherwise convert) and
+    floating-point values."""
+    return indices.dtype == indptr.dtype and indices.dtype.kind == "i" and data.dtype.kind == "f"
 
 
-def _product(matvec: Any, matvecs: Any, shape: tuple[int, int], rows: Any, other: np.ndarray) -> np.ndarray:
-    """``matvec``/``matvecs`` (SciPy's sparsetools kernels) of the CSR arrays of ``rows`` with a dense
-    vector or matrix ``other``; ``shape`` is the (out rows, inner) shape the kernel sees."""
-    out_rows, inner = shape
-    if other.ndim == 1:
-        out = np.zeros(out_rows, dtype=rows.data.dtype)
-        matvec(out_rows, inner, rows.indptr, rows.indices, rows.data, other, out)
-    else:
-        out = np.zeros((out_rows, other.shape[1]), dtype=rows.data.dtype)
-        matvecs(out_rows, inner, other.shape[1], rows.indptr, rows.indices, rows.data, other.ravel(), out.ravel())
-    return out
+@functools.lru_cache(maxsize=64)
+def _empty(kind: type, shape: tuple[int, int]) -> Any:
+    """An all-zero scipy array of this kind and shape, only ever copied (so no flag is cached on it)."""
+    return kind(shape)
+
+
+def _view(kind: type, shape: tuple[int, int], data: np.ndarray, indices: np.ndarray, indptr: np.ndarray) -> Any:
+    """A scipy ``csr_array`` or ``csc_array`` on these arrays (a valid one: ``indptr`` starts at 0
+    and ends at ``len(data)``), without the constructor's checks and conversions: a shallow copy of
+    an empty array of the shape, its public ``data``, ``indices`` and ``indptr`` attributes set."""
+    view = copy.copy(_empty(kind, shape))
+    view.data, view.indices, view.indptr = data, indices, indptr
+    return view
 
 
 class CsrRows:
@@ -52,17 +55,20 @@ class CsrRows:
 
     ``X @ v`` and ``X.T @ v`` for a 1-D NumPy array ``v`` of the data's dtype return new
     1-D arrays, and for a C-contiguous 2-D one (the weights of stacked models) new 2-D
-    arrays; anything else is delegated to :meth:`tocsr`. Built by
+    arrays, each one public scipy product on views of the rows' arrays (:func:`_view`: a CSR
+    array, and for ``X.T`` a CSC one, built once per batch); anything else is delegated to
+    :meth:`tocsr`. Built by
     :class:`calopt.io.batches.ArrayReader` only when :func:`fast_products` holds.
     """
 
-    __slots__ = ("data", "indices", "indptr", "shape", "_matrix")
+    __slots__ = ("data", "indices", "indptr", "shape", "_matrix", "_views")
     ndim = 2
 
     def __init__(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, n_features: int):
         self.data, self.indices, self.indptr = data, indices, indptr
         self.shape = (len(indptr) - 1, int(n_features))
         self._matrix: Any = None
+        self._views: dict[type, Any] = {}
 
     @property
     def dtype(self) -> np.dtype:
@@ -91,12 +97,25 @@ class CsrRows:
     def toarray(self) -> np.ndarray:
         return self.tocsr().toarray()
 
+    def _view(self, kind: type) -> Any:
+        """The rows as a ``scipy.sparse.csr_array`` (or, read as their transpose, ``csc_array``) on
+        slices of the reader's arrays: for products only, never handed out (they share memory)."""
+        view = self._views.get(kind)
+        if view is None:
+            shape = self.shape if kind is scipy.sparse.csr_array else self.shape[::-1]
+            first, last = self.indptr[0], self.indptr[-1]
+            arrays = next(iter(self._views.values()), None)
+            data, indices, indptr = ((self.data[first:last], self.indices[first:last], self.indptr - first)
+                                     if arrays is None else (arrays.data, arrays.indices, arrays.indptr))
+            view = self._views[kind] = _view(kind, shape, data, indices, indptr)
+        return view
+
     def _takes(self, v: Any) -> bool:
         return type(v) is np.ndarray and v.ndim in (1, 2) and v.dtype == self.data.dtype and v.flags.c_contiguous
 
     def __matmul__(self, other: Any) -> Any:
         if self._takes(other) and other.shape[0] == self.shape[1]:
-            return _product(csr_matvec, csr_matvecs, self.shape, self, other)
+            return self._view(scipy.sparse.csr_array) @ other
         return self.tocsr() @ _unwrap(other)
 
     def __rmatmul__(self, other: Any) -> Any:
@@ -139,7 +158,7 @@ class _TransposedRows:
     def __matmul__(self, other: Any) -> Any:
         rows = self.rows
         if rows._takes(other) and other.shape[0] == rows.shape[0]:
-            return _product(csc_matvec, csc_matvecs, rows.shape[::-1], rows, other)
+            return rows._view(scipy.sparse.csc_array) @ other
         return rows.tocsr().T @ _unwrap(other)
 
     def __rmatmul__(self, other: Any) -> Any:
