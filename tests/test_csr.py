@@ -19,6 +19,20 @@ def _matrix(n=40, d=7, density=0.3, seed=0, dtype=np.float64):
     return X
 
 
+@pytest.fixture(params=["kernels", "public"])
+def route(request, monkeypatch):
+    """CsrRows' products by scipy's loops called directly, or through public scipy arrays (a SciPy
+    whose private loops cannot be imported)."""
+    import calopt.io.batches
+    import calopt.io.csr
+
+    if request.param == "public":
+        monkeypatch.setattr(calopt.io.csr, "csr_matvec", None)
+        monkeypatch.setattr(calopt.io.batches, "csr_row_index", None)
+        monkeypatch.setattr(calopt.io.batches, "csr_todense", None)
+    return request.param
+
+
 def _rows(X, start, stop):
     """Rows start:stop of X as CsrRows on X's own arrays (the row pointers not rebased)."""
     assert fast_products(X.data, X.indices, X.indptr)
@@ -27,7 +41,7 @@ def _rows(X, start, stop):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("start, stop", [(0, 40), (5, 17), (39, 40), (12, 12)])
-def test_products_with_vectors_are_scipys(dtype, start, stop):
+def test_products_with_vectors_are_scipys(dtype, start, stop, route):
     X = _matrix(dtype=dtype)
     rows, block = _rows(X, start, stop), X[start:stop]
     rng = np.random.default_rng(1)
@@ -56,7 +70,7 @@ def _loop_products(X, start, stop, W, C):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("index", [np.int32, np.int64])
 @pytest.mark.parametrize("start, stop", [(0, 40), (5, 17), (12, 12)])
-def test_products_are_the_plain_loops_bit_for_bit(dtype, index, start, stop):
+def test_products_are_the_plain_loops_bit_for_bit(dtype, index, start, stop, route):
     """Vectors and stacked columns (the weights of several models), each batch of rows of a matrix
     with either index type: the sums of a plain loop, exactly (models stay bit-identical)."""
     X = _matrix(dtype=dtype)
@@ -71,7 +85,7 @@ def test_products_are_the_plain_loops_bit_for_bit(dtype, index, start, stop):
         assert got.tobytes() == want.tobytes(), (got, want)
 
 
-def test_batches_of_one_shape_do_not_share_their_products():
+def test_batches_of_one_shape_do_not_share_their_products(route):
     """Batches of the same shape, one after the other and then again in reverse: each product is
     its own rows' (nothing of one batch is left in another)."""
     X = _matrix(n=48, d=9, density=0.4)
@@ -84,7 +98,7 @@ def test_batches_of_one_shape_do_not_share_their_products():
         np.testing.assert_array_equal(rows.T @ np.ones(12), X[start:start + 12].toarray().sum(axis=0))
 
 
-def test_everything_else_goes_to_an_equal_scipy_matrix():
+def test_everything_else_goes_to_an_equal_scipy_matrix(route):
     X = _matrix(density=0.5)
     rows, block = _rows(X, 3, 30), X[3:30]
     assert is_sparse(rows) and rows.ndim == 2 and rows.dtype == X.dtype
@@ -110,7 +124,7 @@ def test_a_scipy_matrix_from_it_owns_its_arrays():
     np.testing.assert_array_equal(X.data, before)
 
 
-def test_reader_serves_int64_indices_as_int32_without_touching_the_callers_matrix():
+def test_reader_serves_int64_indices_as_int32_without_touching_the_callers_matrix(route):
     """A matrix with int64 index arrays (what load_svmlight_file reads) is served the same rows,
     its caller's arrays left as they were."""
     X = _matrix(n=50, d=30, density=0.05)
@@ -125,7 +139,7 @@ def test_reader_serves_int64_indices_as_int32_without_touching_the_callers_matri
     np.testing.assert_array_equal(np.vstack([batch.X.toarray() for batch in served]), X[order].toarray())
 
 
-def test_reader_serves_csr_rows_of_the_permuted_matrix():
+def test_reader_serves_csr_rows_of_the_permuted_matrix(route):
     X = _matrix(n=50, d=30, density=0.05)  # below the density made dense once
     y = np.where(np.arange(50) % 3 == 0, 1.0, -1.0)
     reader = ArrayReader(X, y, calopt.get_backend("numpy").xp)
@@ -134,3 +148,22 @@ def test_reader_serves_csr_rows_of_the_permuted_matrix():
     assert [type(batch.X) for batch in served] == [CsrRows] * 4
     np.testing.assert_array_equal(np.vstack([batch.X.toarray() for batch in served]), X[order].toarray())
     np.testing.assert_array_equal(np.concatenate([batch.y for batch in served]), y[order])
+
+
+@pytest.mark.parametrize("algorithm, measure", [("spade", "gmean"), ("stamp", "f1"), ("lbfgs", "f1")])
+def test_public_route_trains_the_same_model_bit_for_bit(algorithm, measure, monkeypatch):
+    """Mini-batch and full-batch training on sparse data: the model of the public route is the
+    kernels' model, bit for bit."""
+    import calopt.io.batches
+    import calopt.io.csr
+
+    X = _matrix(n=600, d=40, density=0.1, seed=5)
+    y = np.where(np.asarray(X.sum(axis=1)).ravel() + np.random.default_rng(5).normal(size=600) > 0.5, 1, 0)
+    kwargs = dict(measure=measure, algorithm=algorithm, select="none", epochs=3, batch_size=50, seed=0)
+    kernels = calopt.fit(X, y, **kwargs)
+    monkeypatch.setattr(calopt.io.csr, "csr_matvec", None)
+    monkeypatch.setattr(calopt.io.batches, "csr_row_index", None)
+    public = calopt.fit(X, y, **kwargs)
+    assert np.asarray(public.coef).tobytes() == np.asarray(kernels.coef).tobytes()
+    assert np.asarray(public.intercept).tobytes() == np.asarray(kernels.intercept).tobytes()
+    assert float(public.threshold).hex() == float(kernels.threshold).hex()
