@@ -198,8 +198,8 @@ def _private_modules(path: Path) -> list[str]:
 
 #: The private imports left, each guarded with a public route that gives the same models and
 #: is exercised by the tests (tests/test_conformance.py, tests/test_csr.py): scipy's product and
-#: row-gather loops, 12-17% of a mini-batch SPADE or STAMP fit on a9a faster than its public
-#: operators (BENCHMARKS.md, "I/O").
+#: row-gather loops, 13-19% of a mini-batch SPADE or STAMP fit on a9a faster than its public
+#: operators (BENCHMARKS.md, "Sparse batches").
 PRIVATE_IMPORTS = {
     "calopt/io/csr.py": [f"scipy.sparse._sparsetools.{name}" for name in
                          ("csc_matvec", "csc_matvecs", "csr_matvec", "csr_matvecs")],

@@ -12,7 +12,7 @@ imported, the same loops run through public scipy arrays that are not constructe
 copy of an empty CSR or CSC array of the batch's shape, its ``data``, ``indices`` and
 ``indptr`` set to the batch's arrays: :func:`_view`), so the models are the same bit for
 bit; that route costs scipy's dispatch and the two views, about 10 µs more a batch: the
-same full-batch fits, mini-batch SPADE and STAMP on a9a 12-17% slower (BENCHMARKS.md, I/O).
+same full-batch fits, mini-batch SPADE and STAMP on a9a 13-19% slower (BENCHMARKS.md, "Sparse batches").
 Every other use, whatever the operand, method or attribute, goes to an ordinary scipy CSR
 matrix of the same rows, built once on first use, so code written for scipy.sparse keeps
 working; :func:`calopt.backends.is_sparse` is true for it (``scipy.sparse.issparse`` is not).
@@ -43,8 +43,11 @@ def fast_products(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray) -> 
 
 @functools.lru_cache(maxsize=64)
 def _empty(kind: type, shape: tuple[int, int]) -> Any:
-    """An all-zero scipy array of this kind and shape, only ever copied (so no flag is cached on it)."""
-    return kind(shape)
+    """A scipy array of this kind and shape, only ever copied (so no flag is cached on it), without
+    arrays: every copy gets its own, and the cache keeps no row pointers of a large shape."""
+    template = kind(shape)
+    template.data = template.indices = template.indptr = None
+    return template
 
 
 def _view(kind: type, shape: tuple[int, int], data: np.ndarray, indices: np.ndarray, indptr: np.ndarray) -> Any:
