@@ -147,31 +147,40 @@ def sgd_epoch(X, y, epochs):
     return statistics.median(t[0] for t in times), statistics.median(t[1] for t in times)
 
 
-#: The ways a reader can serve a CSR matrix: (DENSE_DENSITY, DENSE_BATCH_DENSITY, scipy's loops).
-READER_LAYOUTS = {"csr rows": (np.inf, np.inf, True), "scipy csr batches": (np.inf, np.inf, False),
-                  "dense batches": (np.inf, 0.0, False), "dense X": (0.0, 0.0, True), "auto": None}
+#: The ways a reader can serve a CSR matrix: (DENSE_DENSITY, DENSE_BATCH_DENSITY, CsrRows' route):
+#: "kernels" (scipy's loops called directly), "public" (the same loops through public scipy
+#: arrays, and the public row gather), None (no CsrRows: scipy CSR or dense batches).
+READER_LAYOUTS = {"csr rows": (np.inf, np.inf, "kernels"), "csr rows (public route)": (np.inf, np.inf, "public"),
+                  "scipy csr batches": (np.inf, np.inf, None), "dense batches": (np.inf, 0.0, None),
+                  "dense X": (0.0, 0.0, "kernels"), "auto": None}
 
 
 def reader_epoch(X, y, batch_size, layout):
     """(wall s, CPU s) of one reader epoch with X·w and Xᵀ·c per batch (NumPy)."""
     import calopt.io.csr
 
-    saved = calopt.io.batches.DENSE_DENSITY, calopt.io.batches.DENSE_BATCH_DENSITY, calopt.io.csr.csr_matvec
-    dense, dense_batch, loops = READER_LAYOUTS[layout] or (saved[0], saved[1], True)
-    calopt.io.batches.DENSE_DENSITY, calopt.io.batches.DENSE_BATCH_DENSITY = dense, dense_batch
-    calopt.io.csr.csr_matvec = saved[2] if loops else None
+    batches, csr = calopt.io.batches, calopt.io.csr
+    saved = (batches.DENSE_DENSITY, batches.DENSE_BATCH_DENSITY, batches.fast_products, batches.csr_row_index,
+             csr.csr_matvec)
+    dense, dense_batch, route = READER_LAYOUTS[layout] or (saved[0], saved[1], "kernels")
+    batches.DENSE_DENSITY, batches.DENSE_BATCH_DENSITY = dense, dense_batch
+    if route is None:
+        batches.fast_products = lambda data, indices, indptr: False
+    if route == "public":
+        batches.csr_row_index = csr.csr_matvec = None
     try:  # the reader reads the thresholds when built and in each epoch
         reader = ArrayReader(X, y, calopt.get_backend("numpy").xp)
         w, rng = np.zeros(X.shape[1]), np.random.default_rng(0)
 
         def one_epoch():
-            for X_batch, y_batch in reader.epoch(batch_size, rng):
+            for X_batch, y_batch, _ in reader.epoch(batch_size, rng):
                 X_batch @ w
                 X_batch.T @ y_batch
 
         return timed(one_epoch)[:2]
     finally:
-        calopt.io.batches.DENSE_DENSITY, calopt.io.batches.DENSE_BATCH_DENSITY, calopt.io.csr.csr_matvec = saved
+        (batches.DENSE_DENSITY, batches.DENSE_BATCH_DENSITY, batches.fast_products, batches.csr_row_index,
+         csr.csr_matvec) = saved
 
 
 #: The per-batch table: the solvers of SOLVERS and SPADE on G-mean (its dual projection

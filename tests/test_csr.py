@@ -19,6 +19,20 @@ def _matrix(n=40, d=7, density=0.3, seed=0, dtype=np.float64):
     return X
 
 
+@pytest.fixture(params=["kernels", "public"])
+def route(request, monkeypatch):
+    """CsrRows' products by scipy's loops called directly, or through public scipy arrays (a SciPy
+    whose private loops cannot be imported)."""
+    import calopt.io.batches
+    import calopt.io.csr
+
+    if request.param == "public":
+        monkeypatch.setattr(calopt.io.csr, "csr_matvec", None)
+        monkeypatch.setattr(calopt.io.batches, "csr_row_index", None)
+        monkeypatch.setattr(calopt.io.batches, "csr_todense", None)
+    return request.param
+
+
 def _rows(X, start, stop):
     """Rows start:stop of X as CsrRows on X's own arrays (the row pointers not rebased)."""
     assert fast_products(X.data, X.indices, X.indptr)
@@ -27,7 +41,7 @@ def _rows(X, start, stop):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("start, stop", [(0, 40), (5, 17), (39, 40), (12, 12)])
-def test_products_with_vectors_are_scipys(dtype, start, stop):
+def test_products_with_vectors_are_scipys(dtype, start, stop, route):
     X = _matrix(dtype=dtype)
     rows, block = _rows(X, start, stop), X[start:stop]
     rng = np.random.default_rng(1)
@@ -39,7 +53,52 @@ def test_products_with_vectors_are_scipys(dtype, start, stop):
     assert rows.shape == block.shape and rows.T.shape == block.T.shape and rows.nnz == block.nnz
 
 
-def test_everything_else_goes_to_an_equal_scipy_matrix():
+def _loop_products(X, start, stop, W, C):
+    """X[start:stop] @ W and X[start:stop].T @ C by plain loops over the nonzeros: each sum from 0
+    in the order the nonzeros are stored (the order of scipy's loops, so equal bit for bit)."""
+    XW = np.zeros((stop - start, W.shape[1]), dtype=X.dtype)
+    XtC = np.zeros((X.shape[1], C.shape[1]), dtype=X.dtype)
+    for row in range(start, stop):
+        for k in range(X.indptr[row], X.indptr[row + 1]):
+            column, value = X.indices[k], X.data[k]
+            for j in range(W.shape[1]):  # NumPy scalars: float32 sums stay float32
+                XW[row - start, j] = XW[row - start, j] + value * W[column, j]
+                XtC[column, j] = XtC[column, j] + value * C[row - start, j]
+    return XW, XtC
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize("start, stop", [(0, 40), (5, 17), (12, 12)])
+def test_products_are_the_plain_loops_bit_for_bit(dtype, index, start, stop, route):
+    """Vectors and stacked columns (the weights of several models), each batch of rows of a matrix
+    with either index type: the sums of a plain loop, exactly (models stay bit-identical)."""
+    X = _matrix(dtype=dtype)
+    X.indices, X.indptr = X.indices.astype(index), X.indptr.astype(index)  # as set, not as scipy would choose
+    rng = np.random.default_rng(2)
+    W, C = rng.normal(size=(7, 3)).astype(dtype), rng.normal(size=(stop - start, 3)).astype(dtype)
+    XW, XtC = _loop_products(X, start, stop, W, C)
+    rows = _rows(X, start, stop)
+    for got, want in ((rows @ W, XW), (rows.T @ C, XtC), (rows @ W[:, 1].copy(), XW[:, 1]),
+                      (rows.T @ C[:, 2].copy(), XtC[:, 2])):
+        assert got.dtype == dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes(), (got, want)
+
+
+def test_batches_of_one_shape_do_not_share_their_products(route):
+    """Batches of the same shape, one after the other and then again in reverse: each product is
+    its own rows' (nothing of one batch is left in another)."""
+    X = _matrix(n=48, d=9, density=0.4)
+    w = np.random.default_rng(3).normal(size=(9, 1))
+    batches = [_rows(X, start, start + 12) for start in range(0, 48, 12)]
+    for rows in batches + batches[::-1]:
+        start = int(np.searchsorted(X.indptr, rows.indptr[0]))
+        want, _ = _loop_products(X, start, start + 12, w, np.zeros((12, 1)))
+        np.testing.assert_array_equal(rows @ w, want)
+        np.testing.assert_array_equal(rows.T @ np.ones(12), X[start:start + 12].toarray().sum(axis=0))
+
+
+def test_everything_else_goes_to_an_equal_scipy_matrix(route):
     X = _matrix(density=0.5)
     rows, block = _rows(X, 3, 30), X[3:30]
     assert is_sparse(rows) and rows.ndim == 2 and rows.dtype == X.dtype
@@ -65,7 +124,22 @@ def test_a_scipy_matrix_from_it_owns_its_arrays():
     np.testing.assert_array_equal(X.data, before)
 
 
-def test_reader_serves_csr_rows_of_the_permuted_matrix():
+def test_reader_serves_int64_indices_as_int32_without_touching_the_callers_matrix(route):
+    """A matrix with int64 index arrays (what load_svmlight_file reads) is served the same rows,
+    its caller's arrays left as they were."""
+    X = _matrix(n=50, d=30, density=0.05)
+    X64 = X.copy()  # scipy's constructor would make them int32
+    X64.indices, X64.indptr = X.indices.astype(np.int64), X.indptr.astype(np.int64)
+    y = np.where(np.arange(50) % 3 == 0, 1.0, -1.0)
+    reader = ArrayReader(X64, y, calopt.get_backend("numpy").xp)
+    served = list(reader.epoch(16, np.random.default_rng(7)))
+    assert [type(batch.X) for batch in served] == [CsrRows] * 4
+    assert X64.indices.dtype == X64.indptr.dtype == np.int64
+    order = np.random.default_rng(7).permutation(50)
+    np.testing.assert_array_equal(np.vstack([batch.X.toarray() for batch in served]), X[order].toarray())
+
+
+def test_reader_serves_csr_rows_of_the_permuted_matrix(route):
     X = _matrix(n=50, d=30, density=0.05)  # below the density made dense once
     y = np.where(np.arange(50) % 3 == 0, 1.0, -1.0)
     reader = ArrayReader(X, y, calopt.get_backend("numpy").xp)
@@ -74,3 +148,22 @@ def test_reader_serves_csr_rows_of_the_permuted_matrix():
     assert [type(batch.X) for batch in served] == [CsrRows] * 4
     np.testing.assert_array_equal(np.vstack([batch.X.toarray() for batch in served]), X[order].toarray())
     np.testing.assert_array_equal(np.concatenate([batch.y for batch in served]), y[order])
+
+
+@pytest.mark.parametrize("algorithm, measure", [("spade", "gmean"), ("stamp", "f1"), ("lbfgs", "f1")])
+def test_public_route_trains_the_same_model_bit_for_bit(algorithm, measure, monkeypatch):
+    """Mini-batch and full-batch training on sparse data: the model of the public route is the
+    kernels' model, bit for bit."""
+    import calopt.io.batches
+    import calopt.io.csr
+
+    X = _matrix(n=600, d=40, density=0.1, seed=5)
+    y = np.where(np.asarray(X.sum(axis=1)).ravel() + np.random.default_rng(5).normal(size=600) > 0.5, 1, 0)
+    kwargs = dict(measure=measure, algorithm=algorithm, select="none", epochs=3, batch_size=50, seed=0)
+    kernels = calopt.fit(X, y, **kwargs)
+    monkeypatch.setattr(calopt.io.csr, "csr_matvec", None)
+    monkeypatch.setattr(calopt.io.batches, "csr_row_index", None)
+    public = calopt.fit(X, y, **kwargs)
+    assert np.asarray(public.coef).tobytes() == np.asarray(kernels.coef).tobytes()
+    assert np.asarray(public.intercept).tobytes() == np.asarray(kernels.intercept).tobytes()
+    assert float(public.threshold).hex() == float(kernels.threshold).hex()

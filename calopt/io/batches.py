@@ -65,9 +65,10 @@ class ArrayReader(FeatureRows):
     :data:`DENSE_DENSITY` nonzeros per cell is made dense once, here (ijcnn1); a sparser
     one is permuted as CSR each epoch (scipy's row gather on the index arrays, a fraction
     of the bytes of a dense copy) and its slices are served as :class:`calopt.io.csr.CsrRows`
-    (a9a, w8a), whose products with vectors run scipy's C++ loops directly. Without those
-    loops (a SciPy that moved them) the slices are served dense from
-    :data:`DENSE_BATCH_DENSITY` nonzeros per cell, else as scipy CSR matrices.
+    (a9a, w8a), whose products with vectors run scipy's C++ loops directly (through public
+    scipy arrays built without checks when those loops cannot be imported). Index arrays
+    of two integer types or integer values (which CsrRows does not take) are served dense
+    from :data:`DENSE_BATCH_DENSITY` nonzeros per cell, else as scipy CSR matrices.
     """
 
     X: Array
@@ -83,11 +84,13 @@ class ArrayReader(FeatureRows):
         n, d = self.X.shape
         if self.X.nnz >= DENSE_DENSITY * n * d:  # at most 2.2× the bytes of the CSR
             self.X = self.X.toarray()
-        elif not self.X.has_canonical_format:
+            return
+        if not self.X.has_canonical_format:
             # dense batches are scattered from the nonzeros: duplicates must be summed first
             # (on a copy; permuting rows keeps a matrix canonical, so this is done once)
             self.X = self.X.copy()
             self.X.sum_duplicates()
+        self.X = _int32_indices(self.X)
 
     def epoch(self, batch_size: int, rng: np.random.Generator | None) -> Iterator[Batch]:
         xp, X, y, weight, order = self.xp, self.X, self.y, self.weight, None
@@ -129,6 +132,18 @@ BATCH_GATHER_BYTES = 1 << 26
 GATHER_BATCH_ROWS = 64
 
 
+def _int32_indices(X: Any) -> Any:
+    """X with int32 index arrays where they fit (a new matrix on the same values), else X.
+
+    scipy's public row gather ``X[order]`` (the epoch's permutation where its C++ loop cannot
+    be imported) returns int32 index arrays whenever they fit, so on int64 ones (what
+    ``load_svmlight_file`` reads) it also checks and converts them every epoch: a9a 5.4 ms an
+    epoch against 1.2 ms on int32 arrays. Converted once here, both gathers move half the index bytes."""
+    if X.indices.dtype == X.indptr.dtype == np.int32 or max(X.nnz, *X.shape) > np.iinfo(np.int32).max:
+        return X
+    return type(X)((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+
+
 def _nbytes(X: Array, xp: Any) -> int:
     return int(X.shape[0]) * int(X.shape[1]) * (xp.finfo(X.dtype).bits // 8)
 
@@ -149,12 +164,12 @@ def _gathered_batches(
 #: nonzero as CSR (2-core AMD EPYC), so dense wins above a density of about 0.3
 #: (ijcnn1, 0.59: 2.8 ms dense against 6.2 ms; the reader table of bench_throughput.py).
 DENSE_DENSITY = 0.3
-#: Without scipy's product loops (see calopt.io.csr): nonzeros per cell from which the
-#: batches of a CSR matrix are served dense (a9a, 0.11: about 7 µs to build a batch and
-#: 9 µs of dense products against 45-50 µs of scipy slicing and sparse products; w8a,
-#: 0.039 with 300 features: CSR is faster). With them, CsrRows beat both: a reader epoch
-#: with the two products a batch, a9a 3.2 ms against 4.7 ms dense, w8a 4.9 against 12.7
-#: (bench_throughput.py's reader table).
+#: When CsrRows cannot serve a CSR matrix (see :func:`calopt.io.csr.fast_products`):
+#: nonzeros per cell from which its batches are served dense (a9a, 0.11: about 7 µs to
+#: build a batch and 9 µs of dense products against 45-50 µs of scipy slicing and sparse
+#: products; w8a, 0.039 with 300 features: CSR is faster). Where it can, CsrRows beat
+#: both: a reader epoch with the two products a batch, a9a 3.2 ms against 4.7 ms dense,
+#: w8a 4.9 against 12.7 (bench_throughput.py's reader table).
 DENSE_BATCH_DENSITY = 0.05
 
 
@@ -162,8 +177,8 @@ def _sparse_batches(
     X: Any, y: Array, weight: Array | None, batch_size: int, order: np.ndarray | None = None
 ) -> Iterator[Batch]:
     """Consecutive row slices of a CSR matrix (NumPy only), or of its rows ``order`` when
-    given (y and the weights already in that order): CsrRows, or without scipy's loops
-    dense when dense enough, else scipy CSR matrices."""
+    given (y and the weights already in that order): CsrRows, or where they cannot serve
+    the arrays dense when dense enough, else scipy CSR matrices."""
     n, d = X.shape
     data, indices, indptr = (X.data, X.indices, X.indptr) if order is None else _csr_rows(X, order)
     fast = fast_products(data, indices, indptr)
