@@ -73,6 +73,7 @@ def fit(
     buffer_rows: int = BUFFER_ROWS,
     sample_rows: int = SAMPLE_ROWS,
     progress: Callable[[int, str], None] | None = None,
+    randomised: bool = False,
 ) -> LinearModel | MulticlassModel:
     """Train a linear classifier that maximises ``measure`` on (X, y).
 
@@ -148,6 +149,8 @@ def fit(
     ``sample_rows`` its step trial's sample, and ``progress(rows, pass_name)`` is called after
     each part of each pass (:func:`~calopt.training.stream.fit_stream`).
     """
+    if randomised and (cluster is not None or y is None):
+        raise ParameterError("randomised=True is for K-class labels in memory (a stream or a Dask run has none)")
     options = dict(measure=measure, algorithm=algorithm, loss=loss, epochs=epochs, batch_size=batch_size, seed=seed,
                    scale=scale, tune_threshold=tune_threshold, select=select, callback=callback,
                    checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, interrupt=interrupt)
@@ -174,6 +177,9 @@ def fit(
     labels = label_values(to_numpy(y), source="training labels")
     count = np.unique(labels).size
     if count <= 2:
+        if randomised:
+            raise ParameterError("randomised=True is for three or more classes; the training labels have "
+                                 f"{count} (their threshold is deterministic)")
         plan = FitPlan.resolve(constraints=constraints, patience=patience, max_epochs=max_epochs, **options)
         return named(X, fit_binary(X, labels, plan, positive=positive, **in_memory))
     if parse_constraints(constraints):
@@ -182,7 +188,8 @@ def fit(
         raise ParameterError(f"positive={positive!r}: a positive class is for two-class labels; "
                              f"the training labels have {count} classes")
     del options["tune_threshold"]  # each class's threshold is tuned: it centres the class's scores
-    return named(X, fit_multiclass(X, labels, patience=patience, max_epochs=max_epochs, **options, **in_memory))
+    return named(X, fit_multiclass(X, labels, patience=patience, max_epochs=max_epochs, randomised=randomised,
+                                   **options, **in_memory))
 
 
 def _only_with(where: str, **given: Any) -> None:
@@ -224,6 +231,7 @@ def fit_multiclass(X: Any, y: Any, **options: Any) -> MulticlassModel:
     if unknown is not None:
         raise TypeError(f"fit_multiclass() got an unexpected keyword argument {unknown!r}")
     in_memory = {name: options.pop(name) for name in _IN_MEMORY if name in options}
+    in_memory["randomised"] = bool(options.pop("randomised", False))
     labels = label_values(to_numpy(y), source="training labels")
     plan = FitPlan.resolve(task="multiclass", **options)
     return fit_multiclass_arrays(X, labels, plan, **in_memory)

@@ -15,7 +15,9 @@ out-of-fold probabilities of the cross-fitting the binary threshold uses):
    with its weight, is the randomised classifier the method returns; ⟨G, Ĉ − C⟩, the
    Frank-Wolfe gap, bounds how far a concave measure's mixture value is from the best
    that the rules reach on these rows.
-2. **A deterministic rule**: the best of the Frank-Wolfe rules and the argmax, polished by
+2. **A deterministic rule**: the best of the Frank-Wolfe rules and the start (the argmax,
+   or the balanced rule ``argmax_j η_j/π_j`` when it scores higher: G-mean and min are 0,
+   without a gradient, around an argmax that never predicts a class), polished by
    exact coordinate ascent on the scale of each column of G (per-class weights): for one
    class at a time every distinct decision its weight can give is evaluated at once (the
    rows switch to the class at sorted break points), which for two classes is the exact
@@ -33,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from calopt.measures import Measure
+from calopt.models.rule import gain_predictions, mixture_predictions
 
 __all__ = ["DecisionRule", "choose_rule", "gain_predictions"]
 
@@ -40,9 +43,10 @@ __all__ = ["DecisionRule", "choose_rule", "gain_predictions"]
 ITERATIONS = 40
 #: Rounds of coordinate ascent over the classes' weights.
 ROUNDS = 3
-#: The most break points evaluated for one class's weight (evenly spaced ranks beyond that:
-#: the search is exact on up to this many rows that can switch).
-MAX_BREAKS = 512
+#: The most confusion-matrix entries evaluated at once for one class's weight: up to
+#: MAX_CELLS / K² break points (at least 64) are evaluated exactly; beyond that, evenly spaced
+#: ranks of them first, then every break of the best interval between them.
+MAX_CELLS = 2 ** 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,19 +75,14 @@ class DecisionRule:
     def predict_randomised(self, proba: Any, rng: np.random.Generator) -> np.ndarray:
         """Class codes drawn from the Frank-Wolfe mixture: each row uses one of its rules, with
         the rule's weight as its probability."""
-        proba = np.asarray(proba, dtype=np.float64)
-        weights = np.array([weight for weight, _ in self.mixture])
-        which = rng.choice(len(self.mixture), size=proba.shape[0], p=weights / weights.sum())
-        out = np.empty(proba.shape[0], dtype=np.int64)
-        for k, (_, gains) in enumerate(self.mixture):
-            rows = which == k
-            out[rows] = gain_predictions(proba[rows], gains)
-        return out
+        weights, gains = self.mixture_arrays()
+        return mixture_predictions(np.asarray(proba, dtype=np.float64), weights, gains,
+                                   int(rng.integers(2**63 - 1)))
 
-
-def gain_predictions(proba: np.ndarray, gains: np.ndarray) -> np.ndarray:
-    """``argmax_j (proba @ gains)[:, j]`` (ties to the smaller class, as ``argmax``)."""
-    return np.argmax(proba @ gains, axis=1)
+    def mixture_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The mixture as arrays: its weights (T,) and gain matrices (T, K, K)."""
+        return (np.array([weight for weight, _ in self.mixture], dtype=np.float64),
+                np.stack([gains for _, gains in self.mixture]).astype(np.float64))
 
 
 def _confusion(codes: np.ndarray, predicted: np.ndarray, K: int, weight: np.ndarray | None) -> np.ndarray:
@@ -107,7 +106,7 @@ def _gradient(measure: Measure, C: np.ndarray) -> np.ndarray:
 
 def _frank_wolfe(measure: Measure, proba: np.ndarray, codes: np.ndarray, weight: np.ndarray | None,
                  start: np.ndarray, iterations: int) -> tuple[list[tuple[float, np.ndarray]], np.ndarray, float]:
-    """The Frank-Wolfe mixture from the argmax rule: its rules with weights, its confusion and gap."""
+    """The Frank-Wolfe mixture from the rule ``start``: its rules with weights, its confusion and gap."""
     K = proba.shape[1]
     C = _confusion(codes, gain_predictions(proba, start), K, weight)
     mixture: list[tuple[float, np.ndarray]] = [(1.0, start)]
@@ -122,6 +121,25 @@ def _frank_wolfe(measure: Measure, proba: np.ndarray, codes: np.ndarray, weight:
     return mixture, C, gap
 
 
+def _interval_scales(breaks: np.ndarray) -> np.ndarray:
+    """One scale inside each interval of sorted break points: below the first, between, above the last."""
+    return np.concatenate([breaks[:1] / 2, (breaks[:-1] + breaks[1:]) / 2, breaks[-1:] * 2])
+
+
+def _scale_values(measure: Measure, codes: np.ndarray, row_weight: np.ndarray, below: np.ndarray,
+                  base: np.ndarray, ratio: np.ndarray, j: int, scales: np.ndarray) -> np.ndarray:
+    """The measure at each of the sorted ``scales`` of column j: the confusion matrix ``below`` (every
+    row at its ``base`` class) plus the rows whose break ``ratio`` the scale exceeds, moved to j."""
+    K = below.shape[0]
+    switch = np.searchsorted(scales, ratio, side="right")  # the first scale index at which the row is j's
+    # rows that switch at scale index s move from (code, base) to (code, j): one bincount each way
+    cells = (scales.size + 1) * K * K
+    at = switch * (K * K) + codes * K
+    deltas = (np.bincount(at + j, weights=row_weight, minlength=cells)
+              - np.bincount(at + base, weights=row_weight, minlength=cells)).reshape(scales.size + 1, K, K)
+    return _value(measure, below + np.cumsum(deltas, axis=0)[:scales.size])
+
+
 def _coordinate_search(measure: Measure, proba: np.ndarray, codes: np.ndarray, weight: np.ndarray | None,
                        gains: np.ndarray, j: int) -> tuple[np.ndarray, float]:
     """The best scale of column ``j`` of ``gains``: every distinct decision it can give, evaluated at once.
@@ -129,30 +147,35 @@ def _coordinate_search(measure: Measure, proba: np.ndarray, codes: np.ndarray, w
     Scaled by s > 0, column j wins a row whose score for j is positive once s exceeds the
     row's break point (the best other score over its own); sorted, the break points cut
     the scales into intervals of equal decisions, and the confusion matrix of each
-    interval is the one below plus the rows that switched to j (cumulative sums).
+    interval is the one below plus the rows that switched to j (cumulative sums). Beyond
+    :data:`MAX_CELLS` / K² break points, evenly spaced ranks of them are evaluated first, then
+    every interval between the best one's neighbours (exact while the best interval holds no more than that).
     """
     K = proba.shape[1]
     scores = proba @ gains
     masked = np.where(np.arange(K) == j, -np.inf, scores)
     base, others, own = np.argmax(masked, axis=1), np.max(masked, axis=1), scores[:, j]
     usable = own > 0
-    breaks = np.unique(others[usable] / own[usable])
+    ratio = np.divide(others, own, out=np.full(own.shape, np.inf), where=usable)  # ∞: never j's
+    breaks = np.unique(ratio[usable])
     breaks = breaks[breaks > 0]  # a row whose break is ≤ 0 goes to j at every scale s > 0
-    if breaks.size > MAX_BREAKS:
-        breaks = breaks[np.unique(np.linspace(0, breaks.size - 1, MAX_BREAKS).astype(np.int64))]
     if breaks.size == 0:
         return gains, -np.inf
-    # one scale inside each interval: below the first break, between breaks, above the last
-    scales = np.concatenate([breaks[:1] / 2, (breaks[:-1] + breaks[1:]) / 2, breaks[-1:] * 2])
     row_weight = np.ones(codes.size) if weight is None else weight
-    switch = np.where(usable, np.searchsorted(scales, np.divide(others, own, out=np.full(own.shape, np.inf),
-                                                                 where=usable), side="right"), scales.size)
-    deltas = np.zeros((scales.size + 1, K, K))
-    np.add.at(deltas, (switch, codes, np.full(codes.size, j)), row_weight)
-    np.add.at(deltas, (switch, codes, base), -row_weight)
     below = _confusion(codes, base, K, weight)
-    matrices = below + np.cumsum(deltas, axis=0)[:scales.size]
-    best = int(np.argmax(_value(measure, matrices)))
+    most = max(64, MAX_CELLS // (K * K))
+    ranks = np.unique(np.linspace(0, breaks.size - 1, min(most, breaks.size)).astype(np.int64))
+    scales = _interval_scales(breaks[ranks])
+    values = _scale_values(measure, codes, row_weight, below, base, ratio, j, scales)
+    best = int(np.argmax(values))
+    if ranks.size < breaks.size:  # zoom in: every break between the best interval's ends
+        low, high = ranks[max(best - 1, 0)], ranks[min(best, ranks.size - 1)]
+        inner = breaks[low:high + 1]
+        zoom = _interval_scales(inner[np.unique(np.linspace(0, inner.size - 1, min(most, inner.size))
+                                                .astype(np.int64))])
+        zoom_values = _scale_values(measure, codes, row_weight, below, base, ratio, j, zoom)
+        if zoom_values.max() > values[best]:
+            scales, best = zoom, int(np.argmax(zoom_values))
     scaled = gains.copy()
     scaled[:, j] *= scales[best]
     exact = float(_value(measure, _confusion(codes, gain_predictions(proba, scaled), K, weight)))
@@ -188,14 +211,22 @@ def choose_rule(proba: Any, codes: Any, measure: Measure, *, sample_weight: Any 
     weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     K = proba.shape[1]
     identity = np.eye(K)
-    argmax_value = float(_value(measure, _confusion(codes, gain_predictions(proba, identity), K, weight)))
-    mixture, C, gap = _frank_wolfe(measure, proba, codes, weight, identity, iterations)
-    candidates = [identity] + [g for _, g in mixture[1:]]
+    # the balanced rule argmax_j η_j/π_j (the best for balanced accuracy) starts the search too: where
+    # the argmax leaves a class unpredicted, G-mean or min is 0 around it and has no gradient
+    prior = np.bincount(codes, weights=weight, minlength=K).astype(np.float64)
+    balanced = np.diag(np.where(prior > 0, prior.sum() / (K * np.maximum(prior, 1e-300)), 1.0))
+    starts = np.stack([_confusion(codes, gain_predictions(proba, g), K, weight) for g in (identity, balanced)])
+    start_values = _value(measure, starts)
+    argmax_value = float(start_values[0])
+    first = balanced if start_values[1] > start_values[0] else identity
+    mixture, C, gap = _frank_wolfe(measure, proba, codes, weight, first, iterations)
+    candidates = [first] + [g for _, g in mixture[1:]]
     stacked = np.stack([_confusion(codes, gain_predictions(proba, g), K, weight) for g in candidates])
     start = candidates[int(np.argmax(_value(measure, stacked)))]
     best, value = _polish(measure, proba, codes, weight, start, rounds)
-    plain, plain_value = _polish(measure, proba, codes, weight, identity, rounds)
-    if plain_value > value:
-        best, value = plain, plain_value
+    if start is not first:  # the per-class weights from the start too (for two classes: the exact threshold)
+        plain, plain_value = _polish(measure, proba, codes, weight, first, rounds)
+        if plain_value > value:
+            best, value = plain, plain_value
     return DecisionRule(gains=best, value=value, argmax_value=argmax_value, mixture=tuple(mixture),
                         mixture_value=float(_value(measure, C)), gap=gap, iterations=iterations)
