@@ -256,7 +256,8 @@ def run_fields(model: Any) -> dict[str, Any]:
     return {key: getattr(model, key) for key in ("measure", "algorithm", "loss")} | {
         "backend": report.backend, "dtype": report.dtype, "fit_seconds": model.fit_seconds,
         "epochs": report.epochs, "batch_size": report.batch_size} | (
-        {"selection": report.selection} if report.selection else {})
+        {"selection": report.selection} if report.selection else {}) | (
+        {"decision": report.decision.to_json()} if report.decision is not None else {})
 
 
 def epochs_text(epochs: int, unit: str = "epoch") -> str:

@@ -40,6 +40,7 @@ class RunReport:
     stream: dict[str, Any] | None
     cluster: dict[str, Any] | None
     aggregate: dict[str, Any] | None
+    decision: Any = None  #: a multiclass model's :class:`~calopt.models.report.DecisionReport`
 
 
 def run_report(model: Any) -> RunReport:
@@ -50,7 +51,7 @@ def run_report(model: Any) -> RunReport:
         rank=report.rank, selection=None if report.selection is None else dict(report.selection),
         threshold_rule=report.threshold_rule, constraints=[dict(entry) for entry in report.constraints or ()],
         data=_json(report.data), stream=_json(report.stream), cluster=_json(report.cluster),
-        aggregate=None if report.aggregate is None else dict(report.aggregate),
+        aggregate=None if report.aggregate is None else dict(report.aggregate), decision=report.decision,
     )
 
 

@@ -61,7 +61,7 @@ from calopt_cli.outputs import Output, check_outputs, check_stdin_once, write_te
 from calopt_cli.progress import epoch_progress
 from calopt_cli.reading import (CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, embedded, load_dataset,
                                 model_reading, reading)
-from calopt_cli.render import (HEADERS, constraints_table, per_class_table, positive_text,
+from calopt_cli.render import (HEADERS, class_rates_table, constraints_table, per_class_table, positive_text,
                                summary_table)
 from calopt_cli.report import RunReport, record_reading, run_report
 from calopt_cli.stream import StreamOpt, read_whole_source, streams, train_stream
@@ -282,6 +282,14 @@ def _warn(model: Any, report: RunReport) -> None:
             typer.echo(f"calopt: warning: {unmet_message(entry)}", err=True)
 
 
+def decision_text(decision: Any) -> str:
+    """One line on a multiclass model's rule: where it was chosen, its held-out value against the argmax's."""
+    kind = "randomised rule (Frank-Wolfe mixture)" if decision.rule == "randomised" else "decision rule (gain matrix)"
+    return (f"{kind} for {decision.measure}, chosen on {decision.folds}-fold out-of-fold probabilities: "
+            f"held-out {decision.held_out:.4f} against the argmax's {decision.argmax:.4f} "
+            f"(Frank-Wolfe gap {decision.gap:.2g})")
+
+
 def run_train(read: TrainData, settings: TrainSettings, outputs: TrainOutputs) -> None:
     """``calopt train``: check, route, load, fit; then write the model (the checkpoint a
     finished run created is deleted), warn, draw --plot and show the results."""
@@ -355,8 +363,12 @@ def _print_train(model: Any, report: RunReport, summaries: list[tuple[str, dict[
     if report.constraints:
         console.print(constraints_table(report.constraints))
     if "per_class" in summaries[0][1]:
+        decision = report.decision
+        if decision is not None and decision.rule != "argmax":
+            console.print(escape(decision_text(decision)), highlight=False)
         console.print(per_class_table(f"{model.measure} per class (one-vs-rest)",
                                       [(name, summary["per_class"]) for name, summary in summaries]))
+        console.print(class_rates_table(summaries))
     if outputs.model_out is not None:
         console.print(f"model written to {outputs.model_out}")
     if outputs.plot is not None:

@@ -183,7 +183,8 @@ def fit(
         plan = FitPlan.resolve(constraints=constraints, patience=patience, max_epochs=max_epochs, **options)
         return named(X, fit_binary(X, labels, plan, positive=positive, **in_memory))
     if parse_constraints(constraints):
-        raise ParameterError(f"constraints are for two-class labels; the training labels have {count} classes")
+        raise ParameterError(f"rate constraints are not supported for K classes yet; the training labels have "
+                             f"{count} classes")
     if positive is not None:
         raise ParameterError(f"positive={positive!r}: a positive class is for two-class labels; "
                              f"the training labels have {count} classes")
