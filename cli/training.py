@@ -411,9 +411,12 @@ def train(
 
     Two classes train a binary classifier, by default with lbfgs (the plug-in route:
     logistic regression, then the threshold best for the measure); more train a
-    multiclass model (by default multinomial, all classes at once; another --algorithm
-    trains one class against the rest at a time), reported by top-1 and top-5 accuracy
-    and the measure per class. With --stream or --dask the algorithm is the measure's own
+    multiclass model (by default multinomial, all classes at once, then the decision rule
+    that maximises the measure over the K classes, chosen on out-of-fold probabilities:
+    -m gmean is the G-mean of the per-class recalls, -m f1 the macro F1, -m accuracy keeps
+    the argmax; another --algorithm trains one class against the rest at a time and
+    predicts the argmax), reported by the measure, per-class recall and precision, and
+    top-1 and top-5 accuracy. Rate constraints are for two classes. With --stream or --dask the algorithm is the measure's own
     solver unless given (concave: spade, pseudo-linear: stamp). Without DATA, trains on
     the embedded a9a and tests on its test split.
 
@@ -455,8 +458,11 @@ def evaluate(
 ) -> None:
     """Evaluate a trained model on labelled data with any registered measures.
 
-    One-vs-rest models also report top-1 and top-5 accuracy, and each measure per class
-    with its macro average (the value shown).
+    Multiclass models report each measure's K-class value (G-mean of the per-class recalls,
+    macro F1, ...; a measure without one: the macro average of its one-vs-rest values) of
+    their predictions (by the decision rule chosen for their measure, if any), each measure
+    per class (one-vs-rest), each class's recall and precision, and top-1 and top-5
+    accuracy of their scores.
     """
     model = load_model(model_path)
     dataset = load_dataset(data, CsvOptions(label_column, delimiter, header), split="test", like=model_reading(model))
@@ -484,6 +490,7 @@ def evaluate(
     if "per_class" in report["measures"][0]:
         console.print(per_class_table("per class (one-vs-rest)",
                                        [(entry["measure"], entry["per_class"]) for entry in report["measures"]]))
+        console.print(class_rates_table([(dataset.source, report)]))
 
 
 def predict(
