@@ -116,6 +116,14 @@ def fit(
     checkpoint or its path, with the same data and options, skips the setting
     selection and ends with the model an uninterrupted run gives.
 
+    More than two classes (:func:`fit_multiclass`): the multinomial model, then the decision rule
+    that maximises ``measure`` over the K classes (G-mean, H-mean, Q-mean or min of the
+    per-class recalls, balanced accuracy, macro or ``average=micro`` F-β and Jaccard), chosen
+    on out-of-fold probabilities (:mod:`calopt.training.multiclass`); ``measure="accuracy"``
+    keeps the argmax. The rule is deterministic (a gain matrix on the softmax probabilities)
+    unless ``randomised=True`` (three or more classes only) asks for the Frank-Wolfe mixture;
+    ``model.fit_report.decision`` holds its held-out value, the argmax's and the gap.
+
     ``constraints`` (binary only) are rate constraints, ``"precision>=0.9"``, ``"fpr<=0.01"``
     (:mod:`calopt.constraints`): the measure is then maximised subject to them. Settings
     are chosen on held-out rows by the measure at the best threshold that satisfies the
@@ -203,7 +211,11 @@ def _only_with(where: str, **given: Any) -> None:
 def fit_multiclass(X: Any, y: Any, **options: Any) -> MulticlassModel:
     """Train a one-vs-rest linear classifier on (X, y) with any number of classes ≥ 2.
 
-    ``algorithm`` defaults to ``multinomial`` (the softmax loss by L-BFGS). An algorithm
+    ``algorithm`` defaults to ``multinomial`` (the softmax loss by L-BFGS), whose model then
+    predicts by the decision rule for ``measure`` over three or more classes, chosen on
+    out-of-fold probabilities (:mod:`calopt.training.multiclass`; ``measure="accuracy"``,
+    a measure with no K-class form and the other algorithms keep the argmax;
+    ``randomised=True``: the Frank-Wolfe mixture). An algorithm
     that declares ``multiclass`` (multinomial, SLND) trains all classes in one run; any
     other algorithm runs the binary pipeline once per class (class c as positive, with
     ``measure``); each class's scores are then put on a common scale

@@ -38,9 +38,6 @@ __all__ = ["FOLDS", "FOLD_PASSES", "choose_decision", "out_of_fold_proba", "skip
 FOLDS = 5
 #: L-BFGS iterations at the most of each fold model, from the model trained on every row.
 FOLD_PASSES = 10
-#: Frank-Wolfe iterations of the deterministic rule (its candidates; the randomised mixture
-#: makes :data:`~calopt.training.decision.ITERATIONS`).
-RULE_ITERATIONS = 20
 
 
 def skip_reason(measure: Measure, algorithm: Any, n_classes: int) -> str | None:
@@ -124,8 +121,7 @@ def choose_decision(X: Any, codes: np.ndarray, weight: np.ndarray | None, w: np.
     if reason is not None:
         return {}, DecisionReport(rule="argmax", measure=measure.spec, reason=reason)
     proba = out_of_fold_proba(X, codes, weight, w, b, float(algorithm.C), fold)
-    rule = choose_rule(proba, codes, measure, sample_weight=weight,
-                       iterations=ITERATIONS if randomised else RULE_ITERATIONS)
+    rule = choose_rule(proba, codes, measure, sample_weight=weight, iterations=ITERATIONS)
     report = DecisionReport(rule="randomised" if randomised else "gain matrix", measure=measure.spec,
                             folds=int(fold.max()) + 1, fold_passes=FOLD_PASSES,
                             held_out=rule.mixture_value if randomised else rule.value,
