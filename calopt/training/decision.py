@@ -180,7 +180,8 @@ def _scale_values(measure: Measure, codes: np.ndarray, row_weight: np.ndarray, b
 
 def _coordinate_search(measure: Measure, proba: np.ndarray, codes: np.ndarray, weight: np.ndarray | None,
                        gains: np.ndarray, j: int) -> tuple[np.ndarray, float]:
-    """The best scale of column ``j`` of ``gains``: every distinct decision it can give, evaluated at once.
+    """The best scale of column ``j`` of ``gains`` and its value (counted: the rows a scale
+    switches, not the rule's predictions): every distinct decision it can give, evaluated at once.
 
     Scaled by s > 0, column j wins a row whose score for j is positive once s exceeds the
     row's break point (the best other score over its own); sorted, the break points cut
@@ -206,31 +207,35 @@ def _coordinate_search(measure: Measure, proba: np.ndarray, codes: np.ndarray, w
     scales = _interval_scales(breaks[ranks])
     values = _scale_values(measure, codes, row_weight, below, base, ratio, j, scales)
     best = int(np.argmax(values))
+    best_value = float(values[best])
     if ranks.size < breaks.size:  # zoom in: every break between the best interval's ends
         low, high = ranks[max(best - 1, 0)], ranks[min(best, ranks.size - 1)]
         inner = breaks[low:high + 1]
         zoom = _interval_scales(inner[np.unique(np.linspace(0, inner.size - 1, min(most, inner.size))
                                                 .astype(np.int64))])
         zoom_values = _scale_values(measure, codes, row_weight, below, base, ratio, j, zoom)
-        if zoom_values.max() > values[best]:
-            scales, best = zoom, int(np.argmax(zoom_values))
+        if zoom_values.max() > best_value:
+            scales, best, best_value = zoom, int(np.argmax(zoom_values)), float(zoom_values.max())
     scaled = gains.copy()
     scaled[:, j] *= scales[best]
-    exact = float(_value(measure, _confusion(codes, gain_predictions(proba, scaled), K, weight)))
-    return scaled, exact
+    return scaled, best_value
 
 
 def _polish(measure: Measure, proba: np.ndarray, codes: np.ndarray, weight: np.ndarray | None,
             gains: np.ndarray, rounds: int) -> tuple[np.ndarray, float]:
-    """Exact coordinate ascent over the columns' scales, ``rounds`` passes over the classes."""
+    """Exact coordinate ascent over the columns' scales, ``rounds`` passes over the classes (a
+    class's best scale is taken when its value, counted again on the rule's own predictions,
+    is higher)."""
     K = proba.shape[1]
     value = float(_value(measure, _confusion(codes, gain_predictions(proba, gains), K, weight)))
     for _ in range(rounds):
         before = value
         for j in range(K):
-            candidate, candidate_value = _coordinate_search(measure, proba, codes, weight, gains, j)
-            if candidate_value > value:
-                gains, value = candidate, candidate_value
+            candidate, counted = _coordinate_search(measure, proba, codes, weight, gains, j)
+            if counted > value:  # the counted value, checked on the rule's own predictions (ties, rounding)
+                exact = float(_value(measure, _confusion(codes, gain_predictions(proba, candidate), K, weight)))
+                if exact > value:
+                    gains, value = candidate, exact
         if value <= before:
             break
     return gains, value
