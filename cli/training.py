@@ -140,6 +140,7 @@ class TrainSettings:
     positive: str | None
     dask: str | None  #: None: in this process; 'local' or a scheduler's address
     stream: bool | None  #: None: streamed when the source calls for it (:func:`calopt_cli.stream.streams`)
+    randomised: bool = False  #: K classes: the Frank-Wolfe mixture instead of the deterministic rule
 
 
 @dataclass(frozen=True)
@@ -217,7 +218,8 @@ def _train_streamed(read: TrainData, settings: TrainSettings, outputs: TrainOutp
                  refused={"--backend": settings.backend != "numpy", "--dtype": settings.dtype,
                           "--device": settings.device, "--checkpoint": outputs.checkpoint,
                           "--checkpoint-every": outputs.checkpoint_every, "--resume": outputs.resume,
-                          "--plot": outputs.plot, "--dask": settings.dask, "--constraint": checked.constraints})
+                          "--plot": outputs.plot, "--dask": settings.dask, "--constraint": checked.constraints,
+                          "--randomised": settings.randomised})
 
 
 def _load(read: TrainData, settings: TrainSettings) -> _Rows:
@@ -258,11 +260,12 @@ def _fit(rows: _Rows, settings: TrainSettings, outputs: TrainOutputs, checked: _
             if client is not None:
                 X, y, read_options = rows.cluster
                 return calopt.fit(X, y, cluster=client, read_options=read_options, callback=on_epoch,
-                                  interrupt=stop.is_set, **common)
+                                  interrupt=stop.is_set, randomised=settings.randomised, **common)
             test_set = rows.test_set
             return calopt.fit(rows.train_set.X, rows.train_set.labels, backend=settings.backend,
                               device=settings.device, patience=settings.patience, max_epochs=settings.max_epochs,
                               callback=on_epoch, interrupt=stop.is_set, constraints=checked.constraints or None,
+                              randomised=settings.randomised,
                               eval_set=(test_set.X, test_set.labels) if test_set is not None else None, **common)
     except DataError as exc:
         raise exc.renamed(sources) from None
@@ -406,6 +409,9 @@ def train(
     plot: PlotOpt = None,
     dask: DaskOpt = None,
     stream: StreamOpt = None,
+    randomised: Annotated[bool, typer.Option(
+        "--randomised", help="Three or more classes: predict by the randomised Frank-Wolfe mixture of decision "
+        "rules (each row draws one, seeded) instead of the deterministic rule.")] = False,
 ) -> None:
     """Train a linear classifier that maximises a performance measure.
 
@@ -437,7 +443,7 @@ def train(
         TrainSettings(measure=measure, constraint=constraint, algorithm=algorithm, loss=loss, backend=backend,
                       dtype=dtype, device=device, epochs=epochs, select=select, patience=patience,
                       max_epochs=max_epochs, batch_size=batch_size, seed=seed, positive=positive, dask=dask,
-                      stream=stream),
+                      stream=stream, randomised=randomised),
         TrainOutputs(model_out=model_out, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                      plot=plot, as_json=as_json, no_progress=no_progress),
     )

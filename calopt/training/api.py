@@ -158,7 +158,8 @@ def fit(
     each part of each pass (:func:`~calopt.training.stream.fit_stream`).
     """
     if randomised and (cluster is not None or y is None):
-        raise ParameterError("randomised=True is for K-class labels in memory (a stream or a Dask run has none)")
+        raise ParameterError("randomised=True (--randomised) is for K-class labels in memory (a stream or a Dask run "
+                             "trains two classes)")
     options = dict(measure=measure, algorithm=algorithm, loss=loss, epochs=epochs, batch_size=batch_size, seed=seed,
                    scale=scale, tune_threshold=tune_threshold, select=select, callback=callback,
                    checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, interrupt=interrupt)
@@ -186,7 +187,7 @@ def fit(
     count = np.unique(labels).size
     if count <= 2:
         if randomised:
-            raise ParameterError("randomised=True is for three or more classes; the training labels have "
+            raise ParameterError("randomised=True (--randomised) is for three or more classes; the training labels have "
                                  f"{count} (their threshold is deterministic)")
         plan = FitPlan.resolve(constraints=constraints, patience=patience, max_epochs=max_epochs, **options)
         return named(X, fit_binary(X, labels, plan, positive=positive, **in_memory))

@@ -49,7 +49,8 @@ def skip_reason(measure: Measure, algorithm: Any, n_classes: int) -> str | None:
     if measure.multiclass is None:
         return f"measure {measure.spec!r} has no K-class form; its one-vs-rest values are reported"
     if algorithm.name != "multinomial":
-        return f"algorithm {algorithm.name!r} gives scores, not probabilities (rules need multinomial)"
+        how = "trains all classes at once" if algorithm.multiclass else "trains one class against the rest at a time"
+        return f"algorithm {algorithm.name!r} {how} and gives scores, not probabilities (rules need multinomial)"
     return None
 
 

@@ -45,10 +45,10 @@ from calopt.errors import DataError, ModelFileError, ParameterError, TrainingErr
 from calopt.io.labels import encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text
 from calopt.measures import Measure, confusion_counts
 from calopt.models.linear import LinearModel, Model, MulticlassModel
-from calopt.models.report import DataReading, FitReport
+from calopt.models.report import DataReading, DecisionReport, FitReport
 from calopt.training.checkpoint import Checkpoint, data_fingerprint, run_resumable
 from calopt.training.loop import NONFINITE, EpochRecord, LoopResult
-from calopt.training.multiclass import choose_decision
+from calopt.training.multiclass import choose_decision, skip_reason
 from calopt.training.plan import DEFAULT_EPOCHS, FitPlan, RunControl, default_batch_size
 from calopt.training.selection import (
     CV_ROWS,
@@ -770,8 +770,11 @@ class OneVsRest:
             for rows in zip(*(entry["history"] for entry in finished))
         ]
         first = finished[0]
+        measure = getattr(self.plan.measure, "objective", self.plan.measure)
         report = FitReport.from_json(first["options"]).replace(
-            one_vs_rest="per class", score_spreads=tuple(entry.get("spread", 1.0) for entry in finished))
+            one_vs_rest="per class", score_spreads=tuple(entry.get("spread", 1.0) for entry in finished),
+            decision=DecisionReport(rule="argmax", measure=measure.spec, reason=skip_reason(
+                measure, self.plan.components.algorithm, len(self.classes))))
         coef = np.stack([entry["coef"] for entry in finished], axis=1)
         return self.plan.model(
             coef, np.array([entry["intercept"] for entry in finished]), self.classes, report, scale=np.asarray(first["scale"], dtype=np.float64), history=history,
