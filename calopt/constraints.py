@@ -108,6 +108,9 @@ def parse_constraint(spec: Any) -> RateConstraint:
         return spec
     if not isinstance(spec, str):
         raise ParameterError(f"constraint {spec!r}: expected text like 'precision>=0.9'")
+    if re.match(r"\s*[^\[\]<>=]+\[[^\]]*\]", spec):
+        raise ParameterError(f"constraint {spec!r}: per-class rate constraints (RATE[CLASS]) are not supported "
+                             f"yet; K-class models train for their measure without constraints")
     match = _SPEC.match(spec)
     if match is None:
         raise ParameterError(f"constraint {spec!r}: expected RATE>=BOUND or RATE<=BOUND, e.g. 'precision>=0.9'")

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from calopt.reporting import plotting
 from calopt.constraints import RateConstraint, parse_constraints
+from calopt.errors import ParameterError
 from calopt.io import datasets
 from calopt.io.files import Dataset, train_test_split
 from calopt.io.labels import label_text
@@ -72,6 +73,9 @@ def run_compare(options: CompareOptions) -> None:
         plotting.check_plot_path(plot)  # before any work: the format, then the path
         check_outputs({"--plot": plot}, [options.data, options.test])
     train_set, test_set = _split(options)
+    if plot is not None and len(set(train_set.labels.tolist())) > 2:
+        raise ParameterError("--plot draws two-class operating points (TPR, TNR); the training labels have "
+                             f"{len(set(train_set.labels.tolist()))} classes")
     from calopt.reporting.comparison import compare as run_comparison  # scikit-learn: imported when compare runs
 
     result = run_comparison(train_set.X, train_set.labels, test_set.X, test_set.labels, measure=options.measure,
@@ -95,18 +99,24 @@ def _print_comparison(result: Any, constraints: tuple[RateConstraint, ...], trai
     passes; the split and the positive label in the caption."""
     table = Table(title=escape(f"{result.measure} on {test_set.source}"))  # a name may hold [brackets]
     table.add_column("method")
-    for header in (f"test {result.measure}", "TPR", "TNR", *(c.spec for c in constraints), "fit s", "passes"):
+    binary = result.positive is not None
+    for header in (f"test {result.measure}", *(("TPR", "TNR") if binary else ()), *(c.spec for c in constraints),
+                   "fit s", "passes"):
         table.add_column(escape(header), justify="right")
     for run in result.runs:
         held = [f"{entry['test']:.4f} {constraint_mark(entry['satisfied'], entry['within_error'])}"
                 for entry in run.constraints]
-        table.add_row(escape(run.method), f"{run.value:.4f}", f"{run.tpr:.4f}", f"{run.tnr:.4f}", *held,
-                      f"{run.seconds:.2f}", f"{run.passes:g}")
-    table.caption = escape(f"trained on {train_set.source} ({result.n_train:,} rows), tested on {result.n_test:,} "
-                           f"rows; positive label {label_text(result.positive)} ({result.test_positive_rate:.1%} "
-                           f"of the test rows)" + (f"\n{WITHIN_ERROR_NOTE}" if any(
-                               not e["satisfied"] and e["within_error"] for run in result.runs
-                               for e in run.constraints) else ""))
+        rates = (f"{run.tpr:.4f}", f"{run.tnr:.4f}") if binary else ()
+        table.add_row(escape(run.method), f"{run.value:.4f}", *rates, *held, f"{run.seconds:.2f}", f"{run.passes:g}")
+    if not binary:
+        table.caption = escape(f"trained on {train_set.source} ({result.n_train:,} rows), tested on "
+                               f"{result.n_test:,} rows; the measure over every class")
+    else:
+        table.caption = escape(
+            f"trained on {train_set.source} ({result.n_train:,} rows), tested on {result.n_test:,} rows; "
+            f"positive label {label_text(result.positive)} ({result.test_positive_rate:.1%} of the test rows)"
+            + (f"\n{WITHIN_ERROR_NOTE}" if any(not e["satisfied"] and e["within_error"] for run in result.runs
+                                               for e in run.constraints) else ""))
     console = Console()
     console.print(table)
     if plot is not None:

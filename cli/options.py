@@ -258,6 +258,7 @@ def run_fields(model: Any) -> dict[str, Any]:
         "backend": report.backend, "dtype": report.dtype, "fit_seconds": model.fit_seconds,
         "epochs": report.epochs, "batch_size": report.batch_size} | (
         {"selection": report.selection} if report.selection else {}) | (
+        {"decision": report.decision.to_json()} if report.decision is not None else {}) | (
         {"subsample": report.subsample} if report.subsample else {})
 
 

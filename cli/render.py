@@ -13,11 +13,11 @@ from rich.table import Table
 
 from calopt.io.labels import label_text
 
-__all__ = ["HEADERS", "WITHIN_ERROR_NOTE", "constraint_mark", "constraints_table", "per_class_table",
+__all__ = ["HEADERS", "WITHIN_ERROR_NOTE", "class_rates_table", "constraint_mark", "constraints_table", "per_class_table",
            "positive_text", "summary_table"]
 
 #: Column headers of the summary values a model reports.
-HEADERS = {"value": "value", "tpr": "TPR", "tnr": "TNR", "top1": "top-1", "top5": "top-5"}
+HEADERS = {"value": "value", "tpr": "TPR", "tnr": "TNR", "top1": "top-1", "top5": "top-5", "accuracy": "accuracy"}
 
 #: Under a table of constraint values on rows the model did not train on.
 WITHIN_ERROR_NOTE = "≈: misses the bound by less than two standard errors of the rate on those rows"
@@ -29,12 +29,14 @@ def positive_text(model: Any) -> str | None:
 
 
 def summary_table(title: str, rows: list[tuple[str, dict[str, Any]]], measure: str) -> Table:
-    """One row per data set with the scalar values of a model's summary."""
+    """One row per data set with the scalar values of a model's summary (a multiclass model's
+    ``value`` headed by its measure: its K-class value)."""
     keys = [key for key, value in rows[0][1].items() if isinstance(value, float)]
+    headers = {**HEADERS, "value": measure} if "per_class" in rows[0][1] else HEADERS
     table = Table(title=title)
     table.add_column("data")
     for key in keys:
-        table.add_column(HEADERS.get(key, f"{measure} ({key})"), justify="right")
+        table.add_column(headers.get(key, f"{measure} ({key})"), justify="right")
     for name, summary in rows:
         table.add_row(name, *(f"{summary[key]:.4f}" for key in keys))
     return table
@@ -63,6 +65,12 @@ def constraints_table(entries: list[dict[str, Any]]) -> Table:
     if "≈" in marks:
         table.caption = WITHIN_ERROR_NOTE
     return table
+
+
+def class_rates_table(rows: list[tuple[str, dict[str, Any]]]) -> Table:
+    """One row per class: its recall and precision on each data set (multiclass summaries)."""
+    return per_class_table("recall and precision per class", [
+        (f"{name} {rate}", summary[rate]) for name, summary in rows for rate in ("recall", "precision")])
 
 
 def per_class_table(title: str, columns: list[tuple[str, dict[str, float]]]) -> Table:

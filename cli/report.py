@@ -42,6 +42,7 @@ class RunReport:
     aggregate: dict[str, Any] | None
     #: large data: the rows trained on and the rows the threshold was cut on (calopt.training.sampling)
     subsample: dict[str, Any] | None = None
+    decision: Any = None  #: a multiclass model's :class:`~calopt.models.report.DecisionReport`
 
 
 def run_report(model: Any) -> RunReport:
@@ -52,7 +53,7 @@ def run_report(model: Any) -> RunReport:
         rank=report.rank, selection=None if report.selection is None else dict(report.selection),
         threshold_rule=report.threshold_rule, constraints=[dict(entry) for entry in report.constraints or ()],
         data=_json(report.data), stream=_json(report.stream), cluster=_json(report.cluster),
-        aggregate=None if report.aggregate is None else dict(report.aggregate),
+        aggregate=None if report.aggregate is None else dict(report.aggregate), decision=report.decision,
         subsample=None if report.subsample is None else dict(report.subsample),
     )
 

@@ -62,7 +62,7 @@ from calopt_cli.outputs import Output, check_outputs, check_stdin_once, write_te
 from calopt_cli.progress import epoch_progress
 from calopt_cli.reading import (CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, embedded, load_dataset,
                                 model_reading, reading)
-from calopt_cli.render import (HEADERS, constraints_table, per_class_table, positive_text,
+from calopt_cli.render import (HEADERS, class_rates_table, constraints_table, per_class_table, positive_text,
                                summary_table)
 from calopt_cli.report import RunReport, record_reading, run_report
 from calopt_cli.stream import StreamOpt, read_whole_source, streams, train_stream
@@ -141,6 +141,7 @@ class TrainSettings:
     positive: str | None
     dask: str | None  #: None: in this process; 'local' or a scheduler's address
     stream: bool | None  #: None: streamed when the source calls for it (:func:`calopt_cli.stream.streams`)
+    randomised: bool = False  #: K classes: the Frank-Wolfe mixture instead of the deterministic rule
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,8 @@ def _train_streamed(read: TrainData, settings: TrainSettings, outputs: TrainOutp
                  refused={"--backend": settings.backend != "numpy", "--dtype": settings.dtype,
                           "--device": settings.device, "--checkpoint": outputs.checkpoint,
                           "--checkpoint-every": outputs.checkpoint_every, "--resume": outputs.resume,
-                          "--plot": outputs.plot, "--dask": settings.dask, "--constraint": checked.constraints})
+                          "--plot": outputs.plot, "--dask": settings.dask, "--constraint": checked.constraints,
+                          "--randomised": settings.randomised})
 
 
 def _load(read: TrainData, settings: TrainSettings) -> _Rows:
@@ -259,11 +261,12 @@ def _fit(rows: _Rows, settings: TrainSettings, outputs: TrainOutputs, checked: _
             if client is not None:
                 X, y, read_options = rows.cluster
                 return calopt.fit(X, y, cluster=client, read_options=read_options, callback=on_epoch,
-                                  interrupt=stop.is_set, **common)
+                                  interrupt=stop.is_set, randomised=settings.randomised, **common)
             test_set = rows.test_set
             return calopt.fit(rows.train_set.X, rows.train_set.labels, backend=settings.backend,
                               device=settings.device, patience=settings.patience, max_epochs=settings.max_epochs,
                               callback=on_epoch, interrupt=stop.is_set, constraints=checked.constraints or None,
+                              randomised=settings.randomised,
                               eval_set=(test_set.X, test_set.labels) if test_set is not None else None, **common)
     except DataError as exc:
         raise exc.renamed(sources) from None
@@ -281,6 +284,14 @@ def _warn(model: Any, report: RunReport) -> None:
     for entry in constrained:
         if not entry["satisfied"]:
             typer.echo(f"calopt: warning: {unmet_message(entry)}", err=True)
+
+
+def decision_text(decision: Any) -> str:
+    """One line on a multiclass model's rule: where it was chosen, its held-out value against the argmax's."""
+    kind = "randomised rule (Frank-Wolfe mixture)" if decision.rule == "randomised" else "decision rule (gain matrix)"
+    return (f"{kind} for {decision.measure}, chosen on {decision.folds}-fold out-of-fold probabilities: "
+            f"held-out {decision.held_out:.4f} against the argmax's {decision.argmax:.4f} "
+            f"(Frank-Wolfe gap {decision.gap:.2g})")
 
 
 def run_train(read: TrainData, settings: TrainSettings, outputs: TrainOutputs) -> None:
@@ -358,8 +369,12 @@ def _print_train(model: Any, report: RunReport, summaries: list[tuple[str, dict[
     if report.constraints:
         console.print(constraints_table(report.constraints))
     if "per_class" in summaries[0][1]:
+        decision = report.decision
+        if decision is not None and decision.rule != "argmax":
+            console.print(escape(decision_text(decision)), highlight=False)
         console.print(per_class_table(f"{model.measure} per class (one-vs-rest)",
                                       [(name, summary["per_class"]) for name, summary in summaries]))
+        console.print(class_rates_table(summaries))
     if outputs.model_out is not None:
         console.print(f"model written to {outputs.model_out}")
     if outputs.plot is not None:
@@ -397,14 +412,20 @@ def train(
     plot: PlotOpt = None,
     dask: DaskOpt = None,
     stream: StreamOpt = None,
+    randomised: Annotated[bool, typer.Option(
+        "--randomised", help="Three or more classes: predict by the randomised Frank-Wolfe mixture of decision "
+        "rules (each row draws one, seeded) instead of the deterministic rule.")] = False,
 ) -> None:
     """Train a linear classifier that maximises a performance measure.
 
     Two classes train a binary classifier, by default with lbfgs (the plug-in route:
     logistic regression, then the threshold best for the measure); more train a
-    multiclass model (by default multinomial, all classes at once; another --algorithm
-    trains one class against the rest at a time), reported by top-1 and top-5 accuracy
-    and the measure per class. With --stream or --dask the algorithm is the measure's own
+    multiclass model (by default multinomial, all classes at once, then the decision rule
+    that maximises the measure over the K classes, chosen on out-of-fold probabilities:
+    -m gmean is the G-mean of the per-class recalls, -m f1 the macro F1, -m accuracy keeps
+    the argmax; another --algorithm trains one class against the rest at a time and
+    predicts the argmax), reported by the measure, per-class recall and precision, and
+    top-1 and top-5 accuracy. Rate constraints are for two classes. With --stream or --dask the algorithm is the measure's own
     solver unless given (concave: spade, pseudo-linear: stamp). Without DATA, trains on
     the embedded a9a and tests on its test split.
 
@@ -425,7 +446,7 @@ def train(
         TrainSettings(measure=measure, constraint=constraint, algorithm=algorithm, loss=loss, backend=backend,
                       dtype=dtype, device=device, epochs=epochs, select=select, patience=patience,
                       max_epochs=max_epochs, batch_size=batch_size, seed=seed, positive=positive, dask=dask,
-                      stream=stream),
+                      stream=stream, randomised=randomised),
         TrainOutputs(model_out=model_out, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                      plot=plot, as_json=as_json, no_progress=no_progress),
     )
@@ -446,8 +467,11 @@ def evaluate(
 ) -> None:
     """Evaluate a trained model on labelled data with any registered measures.
 
-    One-vs-rest models also report top-1 and top-5 accuracy, and each measure per class
-    with its macro average (the value shown).
+    Multiclass models report each measure's K-class value (G-mean of the per-class recalls,
+    macro F1, ...; a measure without one: the macro average of its one-vs-rest values) of
+    their predictions (by the decision rule chosen for their measure, if any), each measure
+    per class (one-vs-rest), each class's recall and precision, and top-1 and top-5
+    accuracy of their scores.
     """
     model = load_model(model_path)
     dataset = load_dataset(data, CsvOptions(label_column, delimiter, header), split="test", like=model_reading(model))
@@ -475,6 +499,7 @@ def evaluate(
     if "per_class" in report["measures"][0]:
         console.print(per_class_table("per class (one-vs-rest)",
                                        [(entry["measure"], entry["per_class"]) for entry in report["measures"]]))
+        console.print(class_rates_table([(dataset.source, report)]))
 
 
 def predict(

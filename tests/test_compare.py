@@ -218,13 +218,23 @@ def test_plot_without_matplotlib_is_one_line_naming_the_extra(files, command, mo
     assert not (files / "out.png").exists()
 
 
-def test_compare_refuses_more_than_two_classes(files):
+def test_compare_on_three_classes_scores_the_k_class_measure_and_refuses_what_is_binary(files):
+    """Three classes (issue 26): each method's test value is the K-class measure of its predictions;
+    --plot (two-class operating points) and --positive are one line, exit 2, nothing written."""
     X = np.random.default_rng(0).normal(size=(90, 3))
     np.savez(files / "three.npz", X=X, y=np.arange(90) % 3)
-    result = runner.invoke(app, ["compare", str(files / "three.npz")])
-    assert result.exit_code == 2
+    result = runner.invoke(app, ["compare", str(files / "three.npz"), "-m", "balanced-accuracy", "--json"])
+    assert result.exit_code == 0, result.output
+    methods = json.loads(result.stdout)["methods"]
+    assert [m["method"] for m in methods][-1] == "sklearn LR, argmax"
+    assert all(0.0 <= m["value"] <= 1.0 and m["tpr"] is None for m in methods)
+    plot = files / "three.png"
+    result = runner.invoke(app, ["compare", str(files / "three.npz"), "--plot", str(plot)])
+    assert result.exit_code == 2 and not plot.exists()
     assert result.stderr.strip().splitlines() == [
-        "calopt: error: training labels: 3 classes (0, 1, 2); a binary problem needs exactly two"]
+        "calopt: error: --plot draws two-class operating points (TPR, TNR); the training labels have 3 classes"]
+    result = runner.invoke(app, ["compare", str(files / "three.npz"), "--positive", "1"])
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_scikit_learn_warnings_are_one_line_each(files, monkeypatch):

@@ -90,3 +90,18 @@ def test_sample_weights_count_as_repeated_rows():
     weighted = choose_rule(proba, codes, get_measure("gmean"), sample_weight=weight.astype(float))
     repeated = choose_rule(np.repeat(proba, weight, axis=0), np.repeat(codes, weight), get_measure("gmean"))
     assert weighted.value == pytest.approx(repeated.value, abs=1e-9)
+
+
+@pytest.mark.parametrize("K", [4, 9])
+def test_the_class_count_gradient_is_balanced_accuracy_s_own(K):
+    """Frank-Wolfe's 3K + 1-point gradient against the analytic one of balanced accuracy,
+    mean_k C_kk / r_k: ∂/∂C_ij = (δ_ij / r_i − C_ii / r_i²) / K; and the full K² one agrees."""
+    from calopt.training.decision import _class_count_gradient, _gradient, _gradient_of
+
+    C = np.random.default_rng(K).integers(1, 40, size=(K, K)).astype(float)
+    rows = C.sum(axis=1)
+    analytic = (np.eye(K) / rows[:, None] - (np.diag(C) / rows**2)[:, None]) / K
+    measure = get_measure("balanced-accuracy")
+    np.testing.assert_allclose(_class_count_gradient(measure, C), analytic, atol=1e-6)
+    np.testing.assert_allclose(_gradient(measure, C), analytic, atol=1e-6)
+    assert _gradient_of(measure, C) is _class_count_gradient

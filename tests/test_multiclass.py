@@ -65,7 +65,11 @@ def test_per_class_measures_match_sklearn_on_the_binarised_predictions():
         expected = {str(c): references[entry["measure"]](y == c, predicted == c) for c in range(5)}
         assert entry["per_class"] == pytest.approx(expected)
         assert entry["macro"] == pytest.approx(np.mean(list(expected.values())))
-    assert result["top1"] == pytest.approx(np.mean(predicted == y))
+    # top-1 ranks the scores; the predictions are the rule's for the measure (macro F1 here)
+    assert result["top1"] == pytest.approx(np.mean(np.argmax(model.decision_function(X), axis=1) == y))
+    assert result["accuracy"] == pytest.approx(np.mean(predicted == y))
+    assert result["measures"][0]["value"] == pytest.approx(f1_score(y, predicted, average="macro"))
+    assert result["recall"] == pytest.approx(dict(zip(map(str, range(5)), recall_score(y, predicted, average=None))))
 
 
 def test_a_class_never_predicted_scores_zero_like_sklearn():
@@ -89,7 +93,7 @@ def test_unknown_labels_are_a_one_line_error():
 def test_fit_multiclass_keeps_the_original_labels_and_the_feature_space():
     X, y = _blobs(400, 3, 4, seed=5, spread=1.0, labels=["cat", "dog", "emu", "yak"])
     X = X * np.array([1.0, 100.0, 0.01])  # scaling is folded into coef
-    model = calopt.fit_multiclass(X, y, epochs=5)
+    model = calopt.fit_multiclass(X, y, epochs=5, measure="accuracy")  # accuracy: the argmax
     assert model.classes == ("cat", "dog", "emu", "yak")
     assert set(model.predict(X)) <= set(model.classes)
     assert model.coef.shape == (3, 4) and model.intercept.shape == (4,)
@@ -229,7 +233,8 @@ def test_multinomial_reaches_logistic_regression(C, sparse, weighted):
     X, y = _blobs(240, 5, 4, seed=11, spread=2.0, labels=list("pqrs"))
     weight = np.random.default_rng(2).integers(1, 4, y.size).astype(float) if weighted else None
     X_in = scipy.sparse.csr_matrix(X) if sparse else X
-    model = calopt.fit(X_in, y, algorithm=f"multinomial:C={C},tol=0", epochs=200, select="none", scale=False,
+    model = calopt.fit(X_in, y, measure="accuracy", algorithm=f"multinomial:C={C},tol=0", epochs=200,
+                       select="none", scale=False,
                        sample_weight=weight)
     # calopt rescales the weights to mean 1: the same objective as C·mean(weight) in scikit-learn's sum
     scale = 1.0 if weight is None else float(np.mean(weight))
@@ -259,7 +264,7 @@ def test_multinomial_history_top1_is_the_models_own_on_the_training_rows(batch_s
     does: the first epoch's model is 0, every row a tie), computed here from the weights."""
     X, y = _blobs(300, 4, 5, seed=6, spread=2.5)
     seen = []
-    model = calopt.fit(X, y, algorithm="multinomial", epochs=12, select="none", scale=False,
+    model = calopt.fit(X, y, measure="accuracy", algorithm="multinomial", epochs=12, select="none", scale=False,
                        batch_size=batch_size, callback=lambda info: seen.append([np.asarray(a) for a in info.weights]))
     codes = np.searchsorted(np.asarray(model.classes), y)
     expected = [np.mean(np.argmax(X @ w + b, axis=1) == codes) for w, b in seen]

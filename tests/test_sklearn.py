@@ -180,11 +180,35 @@ def test_multiclass_is_one_vs_rest_as_calopt_fit():
     labels = names[y]
     estimator = CaloptClassifier(random_state=0).fit(X, labels)
     model = calopt.fit(X, y, seed=0)
-    np.testing.assert_allclose(estimator.decision_function(X), model.decision_function(X))
+    assert model.gains is not None  # the default measure, F1: the macro-F1 rule
+    scores = model.decision_function(X)
+    proba = np.exp(scores - scores.max(axis=1, keepdims=True))
+    proba /= proba.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(estimator.predict_proba(X), proba)
+    np.testing.assert_allclose(estimator.decision_function(X), proba @ model.gains)  # the rule's scores
     assert estimator.coef_.shape == (3, 4) and estimator.intercept_.shape == (3,)
-    np.testing.assert_array_equal(estimator.predict(X), names[np.argmax(model.decision_function(X), axis=1)])
+    np.testing.assert_array_equal(estimator.predict(X), names[np.argmax(proba @ model.gains, axis=1)])
+    np.testing.assert_array_equal(estimator.predict(X), names[model.predict(X)])
     assert estimator.predict(X).dtype.kind == "U"
+    assert estimator.score(X, labels) == pytest.approx(f1_score(labels, estimator.predict(X), average="macro"))
     assert estimator.score(X, labels) == pytest.approx(model.score(X, y))
+
+
+def test_multiclass_estimator_trains_for_min_recall_and_keeps_predict_proba():
+    """CaloptClassifier(measure="min") on long-tailed classes: predict is the rule's, whose least
+    per-class recall (scikit-learn's recall_score) beats the argmax of the same probabilities."""
+    from sklearn.datasets import make_classification
+    from sklearn.metrics import recall_score
+
+    X, y = make_classification(1500, 10, n_informative=6, n_classes=4, weights=[0.6, 0.25, 0.1, 0.05],
+                               random_state=0)
+    estimator = CaloptClassifier(measure="min", random_state=0).fit(X, y)
+    predicted = estimator.predict(X)
+    argmax = estimator.classes_[np.argmax(estimator.predict_proba(X), axis=1)]
+    assert recall_score(y, predicted, average=None).min() > recall_score(y, argmax, average=None).min() + 0.2
+    assert estimator.score(X, y) == pytest.approx(recall_score(y, predicted, average=None).min())
+    decision = estimator.model_.fit_report.decision
+    assert decision.rule == "gain matrix" and decision.held_out > decision.argmax
 
 
 def test_string_labels_train_the_same_model_as_numbers():
@@ -789,8 +813,10 @@ def test_binary_model_to_sklearn_predicts_exactly_as_calopt():
 def test_multiclass_model_to_sklearn_predicts_exactly_as_calopt(tmp_path):
     X, y = load_iris(return_X_y=True)
     labels = np.array(["a", "b", "c"])[y]
-    calopt.fit(X, labels, seed=0).save(tmp_path / "iris.npz")
+    calopt.fit(X, labels, seed=0, measure="accuracy").save(tmp_path / "iris.npz")  # the argmax
     model = calopt.load_model(tmp_path / "iris.npz")
+    with pytest.raises(calopt.ParameterError, match="decision rule"):  # a rule a LinearSVC cannot hold
+        calopt.fit(X, labels, seed=0, measure="gmean").to_sklearn()
     exported = model.to_sklearn()
     np.testing.assert_array_equal(exported.decision_function(X), model.decision_function(X))
     np.testing.assert_array_equal(exported.predict(X), model.predict(X))

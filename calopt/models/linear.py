@@ -30,6 +30,7 @@ from calopt.measures import confusion_counts, safe_divide
 from calopt.models.archive import load_archive, read_format, save_archive, saved_history
 from calopt.models.export import to_sklearn
 from calopt.models.report import FitReport
+from calopt.models.rule import gain_predictions, mixture_predictions, softmax
 
 __all__ = ["LinearModel", "Model", "MulticlassModel", "linear_scores", "load_model"]
 
@@ -341,24 +342,53 @@ class LinearModel(Model):
 
 @dataclass
 class MulticlassModel(Model):
-    """A one-vs-rest linear classifier: class ``argmax_c (X @ coef + intercept)[:, c]``.
+    """A linear classifier of C classes: class ``argmax_c (X @ coef + intercept)[:, c]``, or the
+    decision rule chosen for its measure.
 
     ``coef`` is (d, C) and ``intercept`` (C,); ``classes`` are the original labels, in
-    the order of the columns; ``measure`` is the binary measure that :meth:`evaluate`
-    reports per class by default.
+    the order of the columns; ``measure`` is the measure trained for (its K-class value is
+    :meth:`evaluate`'s ``value``; one with no K-class form is reported per class, one-vs-rest).
+    A multinomial model trained for a K-class measure other than accuracy predicts by the
+    gain-matrix rule (:mod:`calopt.models.rule`) on the softmax of its scores: ``gains``
+    (C, C), or the randomised mixture ``mixture_weights`` (T,) and ``mixture_gains``
+    (T, C, C), drawn with ``fit_report.seed``; without either, the argmax.
+    ``fit_report.decision`` is the rule's account.
     """
 
+    gains: np.ndarray | None = None
+    mixture_weights: np.ndarray | None = None
+    mixture_gains: np.ndarray | None = None
+
     FORMAT: ClassVar[str] = "calopt-multiclass-model"
+    #: Version 2 files hold a decision rule; a model without one is written as version 1 (the
+    #: same bytes as before), so that older calopt reads it and refuses only what it would misread.
+    FORMAT_VERSION: ClassVar[int] = 2
 
     @property
     def n_classes(self) -> int:
         return int(self.coef.shape[1])
 
+    @property
+    def has_rule(self) -> bool:
+        """Whether the model predicts by a rule chosen for its measure rather than the argmax."""
+        return self.gains is not None or self.mixture_weights is not None
+
     # -- prediction ---------------------------------------------------------------------
+    def predict_codes(self, X: Any, scores: np.ndarray | None = None) -> np.ndarray:
+        """The predicted class codes 0..C−1 (host), by the model's rule (the argmax without one);
+        ``scores`` are X's host scores when already computed."""
+        if scores is None:
+            scores = np.asarray(to_numpy(self.decision_function(X)), dtype=np.float64)
+        if self.mixture_weights is not None:
+            return mixture_predictions(softmax(scores), self.mixture_weights, self.mixture_gains,
+                                       self.fit_report.seed or 0)
+        if self.gains is not None:
+            return gain_predictions(softmax(scores), self.gains)
+        return np.argmax(scores, axis=1)
+
     def predict(self, X: Any) -> np.ndarray:
         """The predicted classes (original labels) as a host NumPy array."""
-        codes = np.argmax(to_numpy(self.decision_function(X)), axis=1)
-        return np.asarray(self.classes)[codes]
+        return np.asarray(self.classes)[self.predict_codes(X)]
 
     def _ranked(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Codes of y, host scores (n, C), and how many classes score above each row's own."""
@@ -377,72 +407,108 @@ class MulticlassModel(Model):
         return float(np.mean(above < k)) if above.size else 0.0
 
     def score(self, X: Any, y: Any, measure: Any = None) -> float:
-        """The macro average over the classes of the measure (default: the model's), one-vs-rest."""
-        return self.evaluate(X, y, [measure or self.measure])["measures"][0]["macro"]
+        """The measure (default: the model's) of the predictions: its K-class value (G-mean of the
+        per-class recalls, macro F1, ...), or for a measure without one its one-vs-rest macro average."""
+        return self.evaluate(X, y, [measure or self.measure])["measures"][0]["value"]
 
     def evaluate(self, X: Any, y: Any, measures: Any = None, *, top: tuple[int, ...] = (1, 5)) -> dict[str, Any]:
-        """Top-k accuracies, and for each binary measure its per-class value and macro average.
+        """Top-k accuracies of the scores; the predictions' accuracy, per-class recall and precision;
+        for each measure its value, its per-class one-vs-rest values and their macro average.
 
-        A class's value is the measure of "predicted c" against "is c" over all rows
-        (one-vs-rest on the argmax predictions); ``per_class`` is keyed by
-        :func:`~calopt.io.labels.label_text` of the class. Returns ``{"n_samples", "top1",
-        "top5", ..., "measures": [{"measure", "per_class", "macro"}]}``.
+        ``value`` is the measure of the C × C confusion matrix of the predictions (by the
+        model's rule) for C ≥ 3 and a measure with a K-class form
+        (:meth:`~calopt.measures.Measure.from_confusion`), else ``macro``. A class's
+        one-vs-rest value is the measure of "predicted c" against "is c" over all rows;
+        per-class entries are keyed by :func:`~calopt.io.labels.label_text` of the class.
+        Returns ``{"n_samples", "top1", "top5", ..., "accuracy", "recall", "precision",
+        "measures": [{"measure", "value", "per_class", "macro"}]}``.
         """
         codes, scores, above = self._ranked(X, y)
         result: dict[str, Any] = {"n_samples": int(codes.size)}
         for k in top:
             result[f"top{k}"] = float(np.mean(above < k)) if codes.size else 0.0
-        columns = np.arange(self.n_classes)
-        actual = codes[:, None] == columns  # (n, C) one-vs-rest truth
-        predicted = np.argmax(scores, axis=1)[:, None] == columns
-        tp = np.sum(actual & predicted, axis=0, dtype=np.float64)
-        fp = np.sum(~actual & predicted, axis=0, dtype=np.float64)
-        fn = np.sum(actual & ~predicted, axis=0, dtype=np.float64)
+        C = self.n_classes
+        predicted = self.predict_codes(X, scores)
+        matrix = np.bincount(codes * C + predicted, minlength=C * C).reshape(C, C).astype(np.float64)
+        tp = np.diag(matrix)
+        fn, fp = matrix.sum(axis=1) - tp, matrix.sum(axis=0) - tp
         tn = codes.size - tp - fp - fn
+        labels = [label_text(c) for c in self.classes]
+        xp = _NUMPY.xp
+        result["accuracy"] = float(np.sum(tp) / codes.size) if codes.size else 0.0
+        result["recall"] = dict(zip(labels, map(float, safe_divide(tp, tp + fn, xp=xp))))
+        result["precision"] = dict(zip(labels, map(float, safe_divide(tp, tp + fp, xp=xp))))
         result["measures"] = []
         for measure in (registry.get_measure(spec) for spec in (measures or [self.measure])):
-            values = np.asarray(measure.from_counts(tp, fp, tn, fn, xp=_NUMPY.xp), dtype=np.float64)
+            values = np.asarray(measure.from_counts(tp, fp, tn, fn, xp=xp), dtype=np.float64)
+            macro = float(np.mean(values))
+            kclass = C >= 3 and measure.multiclass is not None
             result["measures"].append({
                 "measure": measure.spec,
-                "per_class": {label_text(c): float(v) for c, v in zip(self.classes, values)},
-                "macro": float(np.mean(values)),
+                "value": float(measure.from_confusion(matrix, xp=xp)) if kclass else macro,
+                "per_class": dict(zip(labels, map(float, values))),
+                "macro": macro,
             })
         return result
 
     def summary(self, X: Any, y: Any) -> dict[str, Any]:
-        """Top-1 and top-5 accuracy and the model's measure per class and macro."""
+        """The model's measure (``value``: its K-class value), top-1 and top-5 accuracy of the scores,
+        the measure per class and macro, and each class's recall and precision."""
         result = self.evaluate(X, y)
         first = result["measures"][0]
-        return {"top1": result["top1"], "top5": result["top5"], "measure": first["measure"],
-                "per_class": first["per_class"], "macro": first["macro"]}
+        return {"value": first["value"], "top1": result["top1"], "top5": result["top5"],
+                "measure": first["measure"], "per_class": first["per_class"], "macro": first["macro"],
+                "recall": result["recall"], "precision": result["precision"]}
 
     def report(self, X: Any, y: Any, measures: Any = None) -> dict[str, Any]:
-        result = self.evaluate(X, y, measures)
-        result["measures"] = [{"measure": m["measure"], "value": m["macro"], **m} for m in result["measures"]]
-        return result
+        return self.evaluate(X, y, measures)
 
     def describe(self) -> str:
+        if self.has_rule:
+            kind = "randomised rule" if self.mixture_weights is not None else "rule"
+            return f"{self.measure} · {self.algorithm}, {kind} for {self.n_classes} classes"
         return f"{self.algorithm} · one-vs-rest, {self.n_classes} classes"
 
     def to_sklearn(self) -> Any:
         """A fitted scikit-learn ``LinearSVC`` (one-vs-rest: the argmax) that predicts exactly as this
-        model; ``coef_`` (C, d), ``intercept_`` (C,), ``classes_`` in column order."""
+        model; ``coef_`` (C, d), ``intercept_`` (C,), ``classes_`` in column order. A model with a
+        decision rule is refused: the argmax is not what it predicts."""
+        if self.has_rule:
+            raise ParameterError("to_sklearn: this model predicts by a decision rule on its probabilities "
+                                 "(fit_report.decision), which a LinearSVC cannot hold")
         return to_sklearn(self.coef, self.intercept, self.classes)
 
     # -- files --------------------------------------------------------------------------
+    def _metadata(self) -> dict[str, Any]:
+        return {**super()._metadata(), "format_version": 2 if self.has_rule else 1}
+
     def _arrays(self) -> dict[str, np.ndarray]:
         arrays = super()._arrays()
-        return {"coef": arrays.pop("coef"), "intercept": np.asarray(self.intercept, dtype=np.float64), **arrays}
+        rule = {name: np.asarray(value, dtype=np.float64) for name, value in
+                (("gains", self.gains), ("mixture_weights", self.mixture_weights),
+                 ("mixture_gains", self.mixture_gains)) if value is not None}
+        return {"coef": arrays.pop("coef"), "intercept": np.asarray(self.intercept, dtype=np.float64), **arrays,
+                **rule}
 
     @classmethod
     def _from_file(cls, arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> MulticlassModel:
         if "intercept" not in arrays:
             raise ModelFileError("incomplete model file (no intercept array)")
-        model = cls(**cls._common(arrays, metadata), intercept=_numbers(arrays["intercept"], "intercept"))
-        if model.coef.ndim != 2 or model.intercept.shape != (model.n_classes,) or \
-                len(model.classes) != model.n_classes:
+        rule = {name: _numbers(arrays[name], name) for name in ("gains", "mixture_weights", "mixture_gains")
+                if name in arrays}
+        model = cls(**cls._common(arrays, metadata), intercept=_numbers(arrays["intercept"], "intercept"), **rule)
+        C = model.n_classes if model.coef.ndim == 2 else -1
+        if model.coef.ndim != 2 or model.intercept.shape != (C,) or len(model.classes) != C:
             raise ModelFileError(f"inconsistent shapes (coef {model.coef.shape}, "
                                  f"intercept {model.intercept.shape}, {len(model.classes)} classes)")
+        _check(model.gains is None or model.gains.shape == (C, C),
+               f"gains has shape {None if model.gains is None else model.gains.shape}, not ({C}, {C})")
+        weights, gains = model.mixture_weights, model.mixture_gains
+        _check((weights is None) == (gains is None), "a randomised rule needs mixture_weights and mixture_gains")
+        _check(weights is None or (weights.ndim == 1 and weights.size >= 1 and bool(np.all(weights >= 0))
+                                   and weights.sum() > 0 and gains.shape == (weights.size, C, C)),
+               "the mixture's weights must be (T,) non-negative numbers with gains of shape (T, C, C)")
+        _check(model.gains is None or weights is None, "a model holds gains or a mixture, not both")
         return model
 
 

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from calopt.errors import ModelFileError, one_line
 
-__all__ = ["ClusterReport", "DataReading", "FitReport", "PartialFitReport", "StreamReport"]
+__all__ = ["ClusterReport", "DataReading", "DecisionReport", "FitReport", "PartialFitReport", "StreamReport"]
 
 JSON = Any
 
@@ -206,8 +206,35 @@ class PartialFitReport(_Part):
     KEY: ClassVar[str] = "partial_fit"
 
 
+@dataclass(frozen=True)
+class DecisionReport(_Part):
+    """How a multiclass model decides for its K-class measure (:mod:`calopt.training.multiclass`).
+
+    ``rule`` is ``"gain matrix"`` (the deterministic rule chosen on out-of-fold
+    probabilities), ``"randomised"`` (the Frank-Wolfe mixture, when asked for) or
+    ``"argmax"`` (accuracy, or where no rule was chosen: ``reason`` says why). The values
+    are the measure's on the out-of-fold probabilities: ``held_out`` of the rule used,
+    ``argmax`` of the argmax, ``mixture`` of the Frank-Wolfe mixture and ``gap`` its
+    Frank-Wolfe gap (for a concave measure, a bound on how far the mixture is from the best
+    rule on those rows).
+    """
+
+    rule: str
+    measure: str | None = None
+    reason: str | None = None
+    folds: int | None = None
+    fold_passes: int | None = None  #: L-BFGS iterations at the most of each fold model
+    held_out: float | None = None
+    argmax: float | None = None
+    mixture: float | None = None
+    gap: float | None = None
+    iterations: int | None = None  #: Frank-Wolfe iterations
+
+    KEY: ClassVar[str] = "decision"
+
+
 _PARTS: dict[str, type[_Part]] = {"data": DataReading, "stream": StreamReport, "cluster": ClusterReport,
-                                  "partial_fit": PartialFitReport}
+                                  "partial_fit": PartialFitReport, "decision": DecisionReport}
 
 
 @dataclass(frozen=True)
@@ -250,6 +277,8 @@ class FitReport:
     #: Each class's score spread on the training rows, by which its scores were divided
     #: (one class at a time).
     score_spreads: tuple[float, ...] | None = None
+    #: How a multiclass model decides for its measure (the gain-matrix rule's account).
+    decision: DecisionReport | None = None
     #: The account of ``calopt.aggregate`` (the models, their scales, θ̂, the selection).
     aggregate: Mapping[str, Any] | None = None
     #: Keys of a model file this version does not know, kept and written back.

@@ -1,5 +1,9 @@
 """calopt against what scikit-learn users already have, on one split: what ``calopt compare`` runs.
 
+For K > 2 classes (:func:`_compare_classes`): calopt's multinomial model with the decision rule
+for the measure, the argmax of the same model, and scikit-learn's multinomial
+``LogisticRegression``, each scored by the measure's K-class value.
+
 For a binary problem and a measure, each method trains on the same training rows and is
 scored on the same test rows:
 
@@ -39,7 +43,7 @@ import numpy as np
 
 from calopt import registry
 from calopt.constraints import ConstrainedMeasure, RateConstraint, constrain, parse_constraints
-from calopt.errors import DataError
+from calopt.errors import DataError, ParameterError
 from calopt.measures import confusion_counts
 from calopt.io.labels import encode_binary, label_text
 from calopt.sklearn import make_scorer, measure_score
@@ -63,8 +67,8 @@ class MethodRun:
 
     method: str
     value: float
-    tpr: float
-    tnr: float
+    tpr: float | None  #: None for K classes
+    tnr: float | None
     seconds: float
     passes: float
     curve: list[dict[str, float]]
@@ -84,15 +88,16 @@ class Comparison:
     """Every method's :class:`MethodRun` on one split, and what the split was."""
 
     measure: str  #: the measure as the user named it
-    positive: Any  #: the positive label
+    positive: Any  #: the positive label (None for K classes)
     n_train: int
     n_test: int
     test_positive_rate: float
     runs: list[MethodRun]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"measure": self.measure, "positive": label_text(self.positive), "n_train": self.n_train,
-                "n_test": self.n_test, "test_positive_rate": self.test_positive_rate,
+        return {"measure": self.measure, "positive": None if self.positive is None else label_text(self.positive),
+                "n_train": self.n_train, "n_test": self.n_test,
+                "test_positive_rate": None if self.positive is None else self.test_positive_rate,
                 "methods": [dataclasses.asdict(run) for run in self.runs]}
 
 
@@ -109,6 +114,12 @@ def compare(X: Any, y: Any, X_test: Any, y_test: Any, *, measure: Any = "f1", al
     """
     parsed = parse_constraints(constraints)
     spec = registry.get_measure(measure).spec
+    if np.unique(np.asarray(y)).size > 2:
+        if parsed or positive is not None:
+            raise ParameterError(f"{'rate constraints' if parsed else 'a positive class'}: not for K-class labels "
+                                 f"(the training labels have {np.unique(np.asarray(y)).size} classes)")
+        return _compare_classes(X, np.asarray(y), X_test, np.asarray(y_test), spec,
+                                measure if isinstance(measure, str) else spec, algorithms, epochs, seed)
     constrained = constrain(registry.get_measure(spec), parsed)
     label = measure if isinstance(measure, str) else spec
     y, y_test = np.asarray(y), np.asarray(y_test)
@@ -127,6 +138,50 @@ def compare(X: Any, y: Any, X_test: Any, y_test: Any, *, measure: Any = "f1", al
     runs.append(_route_run(X, y, X_test, y_test, spec, seed, positive, score, constrained))
     return Comparison(label, positive, int(X.shape[0]), int(X_test.shape[0]), float(np.mean(y_test == positive)),
                       runs)
+
+
+def _compare_classes(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, spec: str, label: str,
+                     algorithms: Any, epochs: int | None, seed: int) -> Comparison:
+    """K classes: calopt (the multinomial model with the rule for the measure, and the argmax of the
+    same model's scores) against scikit-learn's multinomial ``LogisticRegression`` (max-abs scaled,
+    ``max_iter=1000``, its argmax), each scored by the measure's K-class value; TPR and TNR are None."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MaxAbsScaler
+
+    def score(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+        return measure_score(y_true, y_pred, measure=spec, average="multiclass")
+
+    runs = []
+    for algorithm in algorithms or ["multinomial"]:
+        model = fit(X, y, measure=spec, algorithm=algorithm, epochs=epochs, seed=seed)
+        runs.append(_class_run(f"calopt {model.algorithm}", score(y_test, model.predict(X_test)), model.fit_seconds,
+                               len(model.history), f"calopt {model.algorithm}, {_rule_text(model)}"))
+        if getattr(model, "has_rule", False):
+            argmax = np.asarray(model.classes)[np.argmax(np.asarray(model.decision_function(X_test)), axis=1)]
+            runs.append(_class_run(f"calopt {model.algorithm}, argmax", score(y_test, argmax), model.fit_seconds,
+                                   len(model.history), f"calopt {model.algorithm}, the argmax of its scores"))
+    counting, iterations = _counting(LogisticRegression)
+    caught: list[str] = []
+    started = time.perf_counter()
+    with _recorded(caught):
+        reference = make_pipeline(MaxAbsScaler(), counting(max_iter=1000)).fit(X, y)
+    seconds = time.perf_counter() - started
+    runs.append(_class_run("sklearn LR, argmax", score(y_test, reference.predict(X_test)), seconds,
+                           sum(iterations), "scikit-learn LogisticRegression (multinomial), its argmax", caught))
+    return Comparison(label, None, int(X.shape[0]), int(X_test.shape[0]), float("nan"), runs)
+
+
+def _rule_text(model: Any) -> str:
+    decision = getattr(model.fit_report, "decision", None)
+    return "the argmax" if decision is None or decision.rule == "argmax" else f"its {decision.rule} rule"
+
+
+def _class_run(method: str, value: float, seconds: float, passes: float, description: str,
+               caught: list[str] | None = None) -> MethodRun:
+    return MethodRun(method, float(value), None, None, seconds, float(passes),
+                     [{"passes": float(passes), "seconds": seconds, "value": float(value)}], description,
+                     "passes of the training loop (calopt) or L-BFGS iterations (scikit-learn)", caught or [])
 
 
 def _scorer(spec: str, positive: Any) -> Any:

@@ -40,6 +40,7 @@ from calopt.io.labels import json_label, show_label
 from calopt.io.stream import is_chunked
 from calopt.models.linear import LinearModel, Model
 from calopt.models.report import FitReport, PartialFitReport
+from calopt.models.rule import softmax
 from calopt.sklearn.scorers import labels_1d, measure_score, sample_weights
 from calopt.training.loop import Trainer, run
 from calopt.training.api import fit
@@ -143,6 +144,10 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         regression's ``C``), searchable by ``GridSearchCV``: a number fixes it (it is added
         to the algorithm's spec; another algorithm is an error), None chooses it with the
         other settings on held-out rows.
+    randomised : bool, default=False
+        Three or more classes: predict by the randomised Frank-Wolfe mixture of decision rules
+        (each row draws its rule, with the model's seed) instead of the deterministic rule
+        (:func:`calopt.fit`'s ``randomised``). Two classes: an error.
 
     Attributes
     ----------
@@ -173,7 +178,8 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, measure: Any = "f1", *, algorithm: Any = None, loss: Any = None, epochs: int | None = None,
                  select: str = "auto", patience: int = PATIENCE, max_epochs: int = MAX_EPOCHS,
                  batch_size: int | None = None, backend: str | None = None, random_state: Any = None,
-                 constraints: Any = None, pos_label: Any = None, class_weight: Any = None, C: float | None = None):
+                 constraints: Any = None, pos_label: Any = None, class_weight: Any = None, C: float | None = None,
+                 randomised: bool = False):
         self.measure = measure
         self.algorithm = algorithm
         self.loss = loss
@@ -188,6 +194,7 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         self.pos_label = pos_label
         self.class_weight = class_weight
         self.C = C
+        self.randomised = randomised
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -372,22 +379,34 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
 
     # -- prediction ----------------------------------------------------------------------
     def decision_function(self, X: Any) -> Any:
-        """Scores ``X @ coef_.T + intercept_``: (n,) for two classes (> 0: ``classes_[1]``), else (n, n_classes)."""
+        """Scores ``X @ coef_.T + intercept_``: (n,) for two classes (> 0: ``classes_[1]``), else (n, n_classes);
+        a model with a deterministic decision rule for a K-class measure gives the rule's scores
+        ``softmax(X @ coef_.T + intercept_) @ model_.gains``, whose argmax is ``predict``."""
         check_is_fitted(self)
         self._check_namespace(X, "decision_function")
-        return self._scores(X)
+        scores = self._scores(X)
+        gains = getattr(self.model_, "gains", None)
+        if scores.ndim == 2 and gains is not None:  # the rule's scores, whose argmax predict gives
+            ruled = softmax(np.asarray(to_numpy(scores), dtype=np.float64)) @ gains
+            return ruled if isinstance(scores, np.ndarray) else namespace(scores).asarray(ruled, device=device(scores))
+        return scores
 
     def predict(self, X: Any) -> Any:
         """Class labels: ``classes_[1]`` where the binary score is > 0, else the argmax of the class scores.
 
-        Numeric labels come back in X's array namespace and device; other labels as a
-        NumPy array.
+        A multinomial model trained for a K-class measure other than accuracy predicts by the
+        decision rule chosen for it on out-of-fold probabilities (``model_.fit_report.decision``;
+        ``predict_proba`` stays the softmax). Numeric labels come back in X's array namespace and
+        device; other labels as a NumPy array.
         """
         check_is_fitted(self)
         self._check_namespace(X, "predict")
         scores = self._scores(X)
         xp = namespace(scores)
         index = xp.astype(scores > 0, xp.int64) if scores.ndim == 1 else xp.argmax(scores, axis=1)
+        if scores.ndim == 2 and getattr(self.model_, "has_rule", False):  # the rule chosen for the measure
+            codes = self.model_.predict_codes(None, np.asarray(to_numpy(scores), dtype=np.float64))
+            index = codes if isinstance(scores, np.ndarray) else xp.asarray(codes, device=device(scores))
         if self.classes_.dtype.kind in "biuf" and not isinstance(scores, np.ndarray):
             return xp.take(xp.asarray(self.classes_, device=device(scores)), index, axis=0)
         return self.classes_[to_numpy(index)]
@@ -417,12 +436,15 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
         return xp.stack([1.0 - proba, proba], axis=1)
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
-        """The measure the model was trained for on (X, y); one-vs-rest, its mean over the classes."""
+        """The measure the model was trained for on (X, y): for more than two classes its K-class value
+        (G-mean of the per-class recalls, macro F1, ...), or the mean over the classes of its
+        one-vs-rest values for a measure with no K-class form."""
         check_is_fitted(self)
         binary = self.classes_.size == 2
+        kclass = not binary and self.classes_.size > 2 and registry.get_measure(self.model_.measure).multiclass
         return measure_score(y, self.predict(X), measure=self.model_.measure, sample_weight=sample_weight,
                              pos_label=self.classes_[self._positive_index()] if binary else None,
-                             average="binary" if binary else "macro",
+                             average="binary" if binary else "multiclass" if kclass else "macro",
                              labels=None if binary else self.classes_)
 
     def _scores(self, X: Any) -> Any:

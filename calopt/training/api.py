@@ -73,6 +73,7 @@ def fit(
     buffer_rows: int = BUFFER_ROWS,
     sample_rows: int = SAMPLE_ROWS,
     progress: Callable[[int, str], None] | None = None,
+    randomised: bool = False,
 ) -> LinearModel | MulticlassModel:
     """Train a linear classifier that maximises ``measure`` on (X, y).
 
@@ -115,6 +116,14 @@ def fit(
     checkpoint or its path, with the same data and options, skips the setting
     selection and ends with the model an uninterrupted run gives.
 
+    More than two classes (:func:`fit_multiclass`): the multinomial model, then the decision rule
+    that maximises ``measure`` over the K classes (G-mean, H-mean, Q-mean or min of the
+    per-class recalls, balanced accuracy, macro or ``average=micro`` F-β and Jaccard), chosen
+    on out-of-fold probabilities (:mod:`calopt.training.multiclass`); ``measure="accuracy"``
+    keeps the argmax. The rule is deterministic (a gain matrix on the softmax probabilities)
+    unless ``randomised=True`` (three or more classes only) asks for the Frank-Wolfe mixture;
+    ``model.fit_report.decision`` holds its held-out value, the argmax's and the gap.
+
     ``constraints`` (binary only) are rate constraints, ``"precision>=0.9"``, ``"fpr<=0.01"``
     (:mod:`calopt.constraints`): the measure is then maximised subject to them. Settings
     are chosen on held-out rows by the measure at the best threshold that satisfies the
@@ -148,6 +157,9 @@ def fit(
     ``sample_rows`` its step trial's sample, and ``progress(rows, pass_name)`` is called after
     each part of each pass (:func:`~calopt.training.stream.fit_stream`).
     """
+    if randomised and (cluster is not None or y is None):
+        raise ParameterError("randomised=True (--randomised) is for K-class labels in memory (a stream or a Dask run "
+                             "trains two classes)")
     options = dict(measure=measure, algorithm=algorithm, loss=loss, epochs=epochs, batch_size=batch_size, seed=seed,
                    scale=scale, tune_threshold=tune_threshold, select=select, callback=callback,
                    checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, interrupt=interrupt)
@@ -174,15 +186,20 @@ def fit(
     labels = label_values(to_numpy(y), source="training labels")
     count = np.unique(labels).size
     if count <= 2:
+        if randomised:
+            raise ParameterError("randomised=True (--randomised) is for three or more classes; the training labels have "
+                                 f"{count} (their threshold is deterministic)")
         plan = FitPlan.resolve(constraints=constraints, patience=patience, max_epochs=max_epochs, **options)
         return named(X, fit_binary(X, labels, plan, positive=positive, **in_memory))
     if parse_constraints(constraints):
-        raise ParameterError(f"constraints are for two-class labels; the training labels have {count} classes")
+        raise ParameterError(f"rate constraints are not supported for K classes yet; the training labels have "
+                             f"{count} classes")
     if positive is not None:
         raise ParameterError(f"positive={positive!r}: a positive class is for two-class labels; "
                              f"the training labels have {count} classes")
     del options["tune_threshold"]  # each class's threshold is tuned: it centres the class's scores
-    return named(X, fit_multiclass(X, labels, patience=patience, max_epochs=max_epochs, **options, **in_memory))
+    return named(X, fit_multiclass(X, labels, patience=patience, max_epochs=max_epochs, randomised=randomised,
+                                   **options, **in_memory))
 
 
 def _only_with(where: str, **given: Any) -> None:
@@ -195,7 +212,11 @@ def _only_with(where: str, **given: Any) -> None:
 def fit_multiclass(X: Any, y: Any, **options: Any) -> MulticlassModel:
     """Train a one-vs-rest linear classifier on (X, y) with any number of classes ≥ 2.
 
-    ``algorithm`` defaults to ``multinomial`` (the softmax loss by L-BFGS). An algorithm
+    ``algorithm`` defaults to ``multinomial`` (the softmax loss by L-BFGS), whose model then
+    predicts by the decision rule for ``measure`` over three or more classes, chosen on
+    out-of-fold probabilities (:mod:`calopt.training.multiclass`; ``measure="accuracy"``,
+    a measure with no K-class form and the other algorithms keep the argmax;
+    ``randomised=True``: the Frank-Wolfe mixture). An algorithm
     that declares ``multiclass`` (multinomial, SLND) trains all classes in one run; any
     other algorithm runs the binary pipeline once per class (class c as positive, with
     ``measure``); each class's scores are then put on a common scale
@@ -224,6 +245,7 @@ def fit_multiclass(X: Any, y: Any, **options: Any) -> MulticlassModel:
     if unknown is not None:
         raise TypeError(f"fit_multiclass() got an unexpected keyword argument {unknown!r}")
     in_memory = {name: options.pop(name) for name in _IN_MEMORY if name in options}
+    in_memory["randomised"] = bool(options.pop("randomised", False))
     labels = label_values(to_numpy(y), source="training labels")
     plan = FitPlan.resolve(task="multiclass", **options)
     return fit_multiclass_arrays(X, labels, plan, **in_memory)

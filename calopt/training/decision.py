@@ -15,7 +15,9 @@ out-of-fold probabilities of the cross-fitting the binary threshold uses):
    with its weight, is the randomised classifier the method returns; ⟨G, Ĉ − C⟩, the
    Frank-Wolfe gap, bounds how far a concave measure's mixture value is from the best
    that the rules reach on these rows.
-2. **A deterministic rule**: the best of the Frank-Wolfe rules and the argmax, polished by
+2. **A deterministic rule**: the best of the Frank-Wolfe rules and the start (the argmax,
+   or the balanced rule ``argmax_j η_j/π_j`` when it scores higher: G-mean and min are 0,
+   without a gradient, around an argmax that never predicts a class), polished by
    exact coordinate ascent on the scale of each column of G (per-class weights): for one
    class at a time every distinct decision its weight can give is evaluated at once (the
    rows switch to the class at sorted break points), which for two classes is the exact
@@ -33,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from calopt.measures import Measure
+from calopt.models.rule import gain_predictions, mixture_predictions
 
 __all__ = ["DecisionRule", "choose_rule", "gain_predictions"]
 
@@ -40,9 +43,10 @@ __all__ = ["DecisionRule", "choose_rule", "gain_predictions"]
 ITERATIONS = 40
 #: Rounds of coordinate ascent over the classes' weights.
 ROUNDS = 3
-#: The most break points evaluated for one class's weight (evenly spaced ranks beyond that:
-#: the search is exact on up to this many rows that can switch).
-MAX_BREAKS = 512
+#: The most confusion-matrix entries evaluated at once for one class's weight: up to
+#: MAX_CELLS / K² break points (at least 64) are evaluated exactly; beyond that, evenly spaced
+#: ranks of them first, then every break of the best interval between them.
+MAX_CELLS = 2 ** 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,19 +75,14 @@ class DecisionRule:
     def predict_randomised(self, proba: Any, rng: np.random.Generator) -> np.ndarray:
         """Class codes drawn from the Frank-Wolfe mixture: each row uses one of its rules, with
         the rule's weight as its probability."""
-        proba = np.asarray(proba, dtype=np.float64)
-        weights = np.array([weight for weight, _ in self.mixture])
-        which = rng.choice(len(self.mixture), size=proba.shape[0], p=weights / weights.sum())
-        out = np.empty(proba.shape[0], dtype=np.int64)
-        for k, (_, gains) in enumerate(self.mixture):
-            rows = which == k
-            out[rows] = gain_predictions(proba[rows], gains)
-        return out
+        weights, gains = self.mixture_arrays()
+        return mixture_predictions(np.asarray(proba, dtype=np.float64), weights, gains,
+                                   int(rng.integers(2**63 - 1)))
 
-
-def gain_predictions(proba: np.ndarray, gains: np.ndarray) -> np.ndarray:
-    """``argmax_j (proba @ gains)[:, j]`` (ties to the smaller class, as ``argmax``)."""
-    return np.argmax(proba @ gains, axis=1)
+    def mixture_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The mixture as arrays: its weights (T,) and gain matrices (T, K, K)."""
+        return (np.array([weight for weight, _ in self.mixture], dtype=np.float64),
+                np.stack([gains for _, gains in self.mixture]).astype(np.float64))
 
 
 def _confusion(codes: np.ndarray, predicted: np.ndarray, K: int, weight: np.ndarray | None) -> np.ndarray:
@@ -105,15 +104,53 @@ def _gradient(measure: Measure, C: np.ndarray) -> np.ndarray:
     return ((values[1:] - values[0]) / step).reshape(K, K)
 
 
+def _class_count_gradient(measure: Measure, C: np.ndarray) -> np.ndarray:
+    """∂measure/∂C for a measure of the per-class counts (TP, FP, FN of each class against the rest,
+    and the total), by forward differences along 3K + 1 matrices instead of K² + 1.
+
+    Such a measure's gradient has the form G[i, i] = a_i, G[i, j] = b_i + c_j (i ≠ j: a row of
+    class i predicted j adds to FN_i and FP_j): the diagonal, and the steps (i, i+1) and
+    (i, i+2), give a, b_i + c_{i+1} and b_i + c_{i+2}, so c up to a constant and then every
+    b_i + c_j. Every K-class measure calopt defines has the form; :func:`_frank_wolfe`
+    checks it against :func:`_gradient` at its first step and uses this one only if they agree.
+    """
+    K = C.shape[0]
+    step = 1e-6 * max(float(C.sum()), 1.0)
+    rows = np.tile(np.arange(K), 3)
+    columns = np.concatenate([np.arange(K), (np.arange(K) + 1) % K, (np.arange(K) + 2) % K])
+    basis = np.zeros((3 * K, K, K))
+    basis[np.arange(3 * K), rows, columns] = step
+    values = _value(measure, np.concatenate([C[None], C + basis]))
+    slopes = (values[1:] - values[0]) / step
+    diagonal, next_one, next_two = slopes[:K], slopes[K:2 * K], slopes[2 * K:]
+    # c_{i+2} − c_{i+1} = next_two_i − next_one_i: c by cumulative sums from c_0 = 0
+    c = np.concatenate([[0.0], np.cumsum(np.roll(next_two - next_one, 1))[:K - 1]])
+    b = next_one - np.roll(c, -1)
+    G = b[:, None] + c[None, :]
+    G[np.arange(K), np.arange(K)] = diagonal
+    return G
+
+
+def _gradient_of(measure: Measure, C: np.ndarray) -> Any:
+    """The gradient function for ``measure`` near C: :func:`_class_count_gradient` when it agrees
+    with the full forward differences there (K ≥ 4), else :func:`_gradient`."""
+    if C.shape[0] < 4:
+        return _gradient
+    full, fast = _gradient(measure, C), _class_count_gradient(measure, C)
+    tolerance = 1e-4 * max(float(np.max(np.abs(full))), 1e-12)
+    return _class_count_gradient if np.allclose(fast, full, rtol=0, atol=tolerance) else _gradient
+
+
 def _frank_wolfe(measure: Measure, proba: np.ndarray, codes: np.ndarray, weight: np.ndarray | None,
                  start: np.ndarray, iterations: int) -> tuple[list[tuple[float, np.ndarray]], np.ndarray, float]:
-    """The Frank-Wolfe mixture from the argmax rule: its rules with weights, its confusion and gap."""
+    """The Frank-Wolfe mixture from the rule ``start``: its rules with weights, its confusion and gap."""
     K = proba.shape[1]
     C = _confusion(codes, gain_predictions(proba, start), K, weight)
     mixture: list[tuple[float, np.ndarray]] = [(1.0, start)]
     gap = np.inf
+    gradient = _gradient_of(measure, C) if iterations else _gradient
     for t in range(iterations):
-        G = _gradient(measure, C)
+        G = gradient(measure, C)
         rule_C = _confusion(codes, gain_predictions(proba, G), K, weight)
         gap = float(np.sum(G * (rule_C - C)))
         step = 2.0 / (t + 3)
@@ -122,54 +159,83 @@ def _frank_wolfe(measure: Measure, proba: np.ndarray, codes: np.ndarray, weight:
     return mixture, C, gap
 
 
+def _interval_scales(breaks: np.ndarray) -> np.ndarray:
+    """One scale inside each interval of sorted break points: below the first, between, above the last."""
+    return np.concatenate([breaks[:1] / 2, (breaks[:-1] + breaks[1:]) / 2, breaks[-1:] * 2])
+
+
+def _scale_values(measure: Measure, codes: np.ndarray, row_weight: np.ndarray, below: np.ndarray,
+                  base: np.ndarray, ratio: np.ndarray, j: int, scales: np.ndarray) -> np.ndarray:
+    """The measure at each of the sorted ``scales`` of column j: the confusion matrix ``below`` (every
+    row at its ``base`` class) plus the rows whose break ``ratio`` the scale exceeds, moved to j."""
+    K = below.shape[0]
+    switch = np.searchsorted(scales, ratio, side="right")  # the first scale index at which the row is j's
+    # rows that switch at scale index s move from (code, base) to (code, j): one bincount each way
+    cells = (scales.size + 1) * K * K
+    at = switch * (K * K) + codes * K
+    deltas = (np.bincount(at + j, weights=row_weight, minlength=cells)
+              - np.bincount(at + base, weights=row_weight, minlength=cells)).reshape(scales.size + 1, K, K)
+    return _value(measure, below + np.cumsum(deltas, axis=0)[:scales.size])
+
+
 def _coordinate_search(measure: Measure, proba: np.ndarray, codes: np.ndarray, weight: np.ndarray | None,
                        gains: np.ndarray, j: int) -> tuple[np.ndarray, float]:
-    """The best scale of column ``j`` of ``gains``: every distinct decision it can give, evaluated at once.
+    """The best scale of column ``j`` of ``gains`` and its value (counted: the rows a scale
+    switches, not the rule's predictions): every distinct decision it can give, evaluated at once.
 
     Scaled by s > 0, column j wins a row whose score for j is positive once s exceeds the
     row's break point (the best other score over its own); sorted, the break points cut
     the scales into intervals of equal decisions, and the confusion matrix of each
-    interval is the one below plus the rows that switched to j (cumulative sums).
+    interval is the one below plus the rows that switched to j (cumulative sums). Beyond
+    :data:`MAX_CELLS` / K² break points, evenly spaced ranks of them are evaluated first, then
+    every interval between the best one's neighbours (exact while the best interval holds no more than that).
     """
     K = proba.shape[1]
     scores = proba @ gains
     masked = np.where(np.arange(K) == j, -np.inf, scores)
     base, others, own = np.argmax(masked, axis=1), np.max(masked, axis=1), scores[:, j]
     usable = own > 0
-    breaks = np.unique(others[usable] / own[usable])
+    ratio = np.divide(others, own, out=np.full(own.shape, np.inf), where=usable)  # ∞: never j's
+    breaks = np.unique(ratio[usable])
     breaks = breaks[breaks > 0]  # a row whose break is ≤ 0 goes to j at every scale s > 0
-    if breaks.size > MAX_BREAKS:
-        breaks = breaks[np.unique(np.linspace(0, breaks.size - 1, MAX_BREAKS).astype(np.int64))]
     if breaks.size == 0:
         return gains, -np.inf
-    # one scale inside each interval: below the first break, between breaks, above the last
-    scales = np.concatenate([breaks[:1] / 2, (breaks[:-1] + breaks[1:]) / 2, breaks[-1:] * 2])
     row_weight = np.ones(codes.size) if weight is None else weight
-    switch = np.where(usable, np.searchsorted(scales, np.divide(others, own, out=np.full(own.shape, np.inf),
-                                                                 where=usable), side="right"), scales.size)
-    deltas = np.zeros((scales.size + 1, K, K))
-    np.add.at(deltas, (switch, codes, np.full(codes.size, j)), row_weight)
-    np.add.at(deltas, (switch, codes, base), -row_weight)
     below = _confusion(codes, base, K, weight)
-    matrices = below + np.cumsum(deltas, axis=0)[:scales.size]
-    best = int(np.argmax(_value(measure, matrices)))
+    most = max(64, MAX_CELLS // (K * K))
+    ranks = np.unique(np.linspace(0, breaks.size - 1, min(most, breaks.size)).astype(np.int64))
+    scales = _interval_scales(breaks[ranks])
+    values = _scale_values(measure, codes, row_weight, below, base, ratio, j, scales)
+    best = int(np.argmax(values))
+    best_value = float(values[best])
+    if ranks.size < breaks.size:  # zoom in: every break between the best interval's ends
+        low, high = ranks[max(best - 1, 0)], ranks[min(best, ranks.size - 1)]
+        inner = breaks[low:high + 1]
+        zoom = _interval_scales(inner[np.unique(np.linspace(0, inner.size - 1, min(most, inner.size))
+                                                .astype(np.int64))])
+        zoom_values = _scale_values(measure, codes, row_weight, below, base, ratio, j, zoom)
+        if zoom_values.max() > best_value:
+            scales, best, best_value = zoom, int(np.argmax(zoom_values)), float(zoom_values.max())
     scaled = gains.copy()
     scaled[:, j] *= scales[best]
-    exact = float(_value(measure, _confusion(codes, gain_predictions(proba, scaled), K, weight)))
-    return scaled, exact
+    return scaled, best_value
 
 
 def _polish(measure: Measure, proba: np.ndarray, codes: np.ndarray, weight: np.ndarray | None,
             gains: np.ndarray, rounds: int) -> tuple[np.ndarray, float]:
-    """Exact coordinate ascent over the columns' scales, ``rounds`` passes over the classes."""
+    """Exact coordinate ascent over the columns' scales, ``rounds`` passes over the classes (a
+    class's best scale is taken when its value, counted again on the rule's own predictions,
+    is higher)."""
     K = proba.shape[1]
     value = float(_value(measure, _confusion(codes, gain_predictions(proba, gains), K, weight)))
     for _ in range(rounds):
         before = value
         for j in range(K):
-            candidate, candidate_value = _coordinate_search(measure, proba, codes, weight, gains, j)
-            if candidate_value > value:
-                gains, value = candidate, candidate_value
+            candidate, counted = _coordinate_search(measure, proba, codes, weight, gains, j)
+            if counted > value:  # the counted value, checked on the rule's own predictions (ties, rounding)
+                exact = float(_value(measure, _confusion(codes, gain_predictions(proba, candidate), K, weight)))
+                if exact > value:
+                    gains, value = candidate, exact
         if value <= before:
             break
     return gains, value
@@ -188,14 +254,22 @@ def choose_rule(proba: Any, codes: Any, measure: Measure, *, sample_weight: Any 
     weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     K = proba.shape[1]
     identity = np.eye(K)
-    argmax_value = float(_value(measure, _confusion(codes, gain_predictions(proba, identity), K, weight)))
-    mixture, C, gap = _frank_wolfe(measure, proba, codes, weight, identity, iterations)
-    candidates = [identity] + [g for _, g in mixture[1:]]
+    # the balanced rule argmax_j η_j/π_j (the best for balanced accuracy) starts the search too: where
+    # the argmax leaves a class unpredicted, G-mean or min is 0 around it and has no gradient
+    prior = np.bincount(codes, weights=weight, minlength=K).astype(np.float64)
+    balanced = np.diag(np.where(prior > 0, prior.sum() / (K * np.maximum(prior, 1e-300)), 1.0))
+    starts = np.stack([_confusion(codes, gain_predictions(proba, g), K, weight) for g in (identity, balanced)])
+    start_values = _value(measure, starts)
+    argmax_value = float(start_values[0])
+    first = balanced if start_values[1] > start_values[0] else identity
+    mixture, C, gap = _frank_wolfe(measure, proba, codes, weight, first, iterations)
+    candidates = [first] + [g for _, g in mixture[1:]]
     stacked = np.stack([_confusion(codes, gain_predictions(proba, g), K, weight) for g in candidates])
     start = candidates[int(np.argmax(_value(measure, stacked)))]
     best, value = _polish(measure, proba, codes, weight, start, rounds)
-    plain, plain_value = _polish(measure, proba, codes, weight, identity, rounds)
-    if plain_value > value:
-        best, value = plain, plain_value
+    if start is not first:  # the per-class weights from the start too (for two classes: the exact threshold)
+        plain, plain_value = _polish(measure, proba, codes, weight, first, rounds)
+        if plain_value > value:
+            best, value = plain, plain_value
     return DecisionRule(gains=best, value=value, argmax_value=argmax_value, mixture=tuple(mixture),
                         mixture_value=float(_value(measure, C)), gap=gap, iterations=iterations)

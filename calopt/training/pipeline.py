@@ -45,9 +45,10 @@ from calopt.errors import DataError, ModelFileError, ParameterError, TrainingErr
 from calopt.io.labels import encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text
 from calopt.measures import Measure, confusion_counts
 from calopt.models.linear import LinearModel, Model, MulticlassModel
-from calopt.models.report import DataReading, FitReport
+from calopt.models.report import DataReading, DecisionReport, FitReport
 from calopt.training.checkpoint import Checkpoint, data_fingerprint, run_resumable
 from calopt.training.loop import NONFINITE, EpochRecord, LoopResult
+from calopt.training.multiclass import choose_decision, skip_reason
 from calopt.training.plan import DEFAULT_EPOCHS, FitPlan, RunControl, default_batch_size
 from calopt.training.sampling import RowSample, sample_size
 from calopt.training.selection import (
@@ -613,9 +614,10 @@ def _constraint_outcome(measure: ConstrainedMeasure, trained: Trained, task: Bin
 
 def fit_multiclass_arrays(X: Any, labels: np.ndarray, plan: FitPlan, *, backend: str | None = None,
                           dtype: str | None = None, device: Any = None, sample_weight: Any = None,
-                          eval_set: tuple[Any, Any] | None = None) -> MulticlassModel:
+                          eval_set: tuple[Any, Any] | None = None, randomised: bool = False) -> MulticlassModel:
     """The plan on arrays of two or more classes, one-vs-rest: every class in one run (an algorithm
-    that declares ``multiclass``) or one binary run per class (see :func:`calopt.fit_multiclass`)."""
+    that declares ``multiclass``, then the decision rule for the measure:
+    :mod:`calopt.training.multiclass`) or one binary run per class (see :func:`calopt.fit_multiclass`)."""
     codes, classes = encode_multiclass(labels, source="training labels")
     if classes.size < 2:
         raise DataError(f"only one class ({label_text(classes[0])}); need two or more", source="training labels")
@@ -651,12 +653,14 @@ def fit_multiclass_arrays(X: Any, labels: np.ndarray, plan: FitPlan, *, backend:
     if eval_set is not None:
         eval_data = prepare(eval_set[0], eval_codes, resolved, data.scale)
         evaluation = (eval_data.X, resolved.xp.asarray(eval_codes, device=resolved.device))
-    return _fit_together(data, codes, classes, plan, evaluation, options, started)
+    return _fit_together(data, codes, classes, plan, evaluation, options, started, randomised)
 
 
 def _fit_together(data: Prepared, codes: np.ndarray, classes: tuple[Any, ...], plan: FitPlan,
-                  evaluation: tuple[Any, Array] | None, options: dict[str, Any], started: float) -> MulticlassModel:
-    """Every class in one run of an algorithm that declares ``multiclass`` (top-1 in the history)."""
+                  evaluation: tuple[Any, Array] | None, options: dict[str, Any], started: float,
+                  randomised: bool = False) -> MulticlassModel:
+    """Every class in one run of an algorithm that declares ``multiclass`` (top-1 in the history),
+    then the decision rule for the measure on out-of-fold probabilities (:func:`choose_decision`)."""
     algorithm, resolved, C = plan.components.algorithm, data.backend, len(classes)
     # until the algorithm's own convergence test stops it, or the fixed default
     default = plan.budget.max_epochs if type(algorithm).converged is not Algorithm.converged else DEFAULT_EPOCHS
@@ -670,9 +674,14 @@ def _fit_together(data: Prepared, codes: np.ndarray, classes: tuple[Any, ...], p
                        backend=resolved.name, dtype=resolved.dtype_name, scale=plan.scale,
                        algorithm_params=trained.algorithm.params, rank=getattr(trained.reader, "rank", None),
                        sample=getattr(trained.reader, "sample", None))
-    return plan.model(trained.w / data.scale[:, None], trained.b, classes, report, algorithm=trained.algorithm,
-                      scale=data.scale, history=trained.result.history, fit_seconds=trained.seconds,
-                      status=trained.result.status, message=trained.result.message)
+    deciding = time.perf_counter()
+    rule, decision = choose_decision(data.X, codes, data.weight, trained.w, trained.b,
+                                     measure=getattr(plan.measure, "objective", plan.measure),
+                                     algorithm=trained.algorithm, seed=plan.seed, randomised=randomised)
+    return plan.model(trained.w / data.scale[:, None], trained.b, classes, report.replace(decision=decision),
+                      algorithm=trained.algorithm, scale=data.scale, history=trained.result.history,
+                      fit_seconds=trained.seconds + time.perf_counter() - deciding, status=trained.result.status,
+                      message=trained.result.message, **rule)
 
 
 def score_spread(scores: np.ndarray, weight: np.ndarray | None = None) -> float:
@@ -777,8 +786,11 @@ class OneVsRest:
             for rows in zip(*(entry["history"] for entry in finished))
         ]
         first = finished[0]
+        measure = getattr(self.plan.measure, "objective", self.plan.measure)
         report = FitReport.from_json(first["options"]).replace(
-            one_vs_rest="per class", score_spreads=tuple(entry.get("spread", 1.0) for entry in finished))
+            one_vs_rest="per class", score_spreads=tuple(entry.get("spread", 1.0) for entry in finished),
+            decision=DecisionReport(rule="argmax", measure=measure.spec, reason=skip_reason(
+                measure, self.plan.components.algorithm, len(self.classes))))
         coef = np.stack([entry["coef"] for entry in finished], axis=1)
         return self.plan.model(
             coef, np.array([entry["intercept"] for entry in finished]), self.classes, report, scale=np.asarray(first["scale"], dtype=np.float64), history=history,

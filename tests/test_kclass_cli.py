@@ -1,0 +1,109 @@
+"""``calopt train``, ``evaluate``, ``predict`` and ``compare`` on K-class data trained for a K-class
+measure (issue 26, item 3): values checked against imbalanced-learn and scikit-learn on the
+predictions ``calopt predict`` writes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from imblearn.metrics import geometric_mean_score
+from sklearn.metrics import f1_score, precision_score, recall_score
+from typer.testing import CliRunner
+
+from calopt_cli.app import app
+
+runner = CliRunner()
+
+
+def _write(path, X, y):
+    path.write_text("".join(",".join(f"{v:.5f}" for v in row) + f",{label}\n" for row, label in zip(X, y)))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Long-tailed classes 'ant' (most) ... 'eel' (fewest) as headerless CSV, train and test."""
+    rng = np.random.default_rng(0)
+    names = np.array(["ant", "bee", "cat", "dog", "eel"])
+    sizes = np.round(np.geomspace(400, 40, 5)).astype(int)
+    centres = rng.normal(size=(5, 6)) * 1.3
+    X = np.concatenate([rng.normal(size=(2 * s, 6)) + centres[k] for k, s in enumerate(sizes)])
+    y = np.repeat(names, 2 * sizes)
+    order = rng.permutation(y.size)
+    X, y = X[order], y[order]
+    folder = tmp_path_factory.mktemp("kclass")
+    half = y.size // 2
+    _write(folder / "train.csv", X[:half], y[:half])
+    _write(folder / "test.csv", X[half:], y[half:])
+    return folder, y[half:]
+
+
+def _json(result):
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_train_gmean_reports_the_k_class_value_and_per_class_rates(files, tmp_path):
+    folder, y_test = files
+    model = tmp_path / "m.npz"
+    out = _json(runner.invoke(app, ["train", str(folder / "train.csv"), "--test", str(folder / "test.csv"),
+                                    "-m", "gmean", "-o", str(model), "--json"]))
+    assert out["task"] == "multiclass" and out["decision"]["rule"] == "gain matrix"
+    assert out["decision"]["held_out"] >= out["decision"]["argmax"]
+    predicted = np.array(_predictions(model, folder / "test.csv"))
+    assert out["test"]["value"] == pytest.approx(geometric_mean_score(y_test, predicted, average="multiclass"))
+    labels = ["ant", "bee", "cat", "dog", "eel"]
+    assert [out["test"]["recall"][c] for c in labels] == pytest.approx(
+        recall_score(y_test, predicted, labels=labels, average=None))
+    assert [out["test"]["precision"][c] for c in labels] == pytest.approx(
+        precision_score(y_test, predicted, labels=labels, average=None, zero_division=0))
+    table = runner.invoke(app, ["train", str(folder / "train.csv"), "--test", str(folder / "test.csv"), "-m",
+                                "gmean", "--no-progress"], terminal_width=200)
+    assert table.exit_code == 0, table.output
+    assert "recall and precision per class" in table.stdout and "decision rule (gain matrix) for gmean" in table.stdout
+    assert f"{out['test']['value']:.4f}" in table.stdout
+
+
+def _predictions(model, data):
+    result = runner.invoke(app, ["predict", str(model), str(data)])
+    assert result.exit_code == 0, result.output
+    return result.stdout.split()
+
+
+def test_evaluate_reports_the_k_class_measures_of_the_saved_rule(files, tmp_path):
+    folder, y_test = files
+    model = tmp_path / "f1.npz"
+    assert runner.invoke(app, ["train", str(folder / "train.csv"), "-m", "f1", "-o", str(model), "--json"]).exit_code == 0
+    predicted = np.array(_predictions(model, folder / "test.csv"))
+    out = _json(runner.invoke(app, ["evaluate", str(model), str(folder / "test.csv"), "-m", "f1", "-m", "gmean",
+                                    "--json"]))
+    values = {entry["measure"]: entry["value"] for entry in out["measures"]}
+    assert values["fbeta"] == pytest.approx(f1_score(y_test, predicted, average="macro"))
+    assert values["gmean"] == pytest.approx(geometric_mean_score(y_test, predicted, average="multiclass"))
+    assert out["accuracy"] == pytest.approx(np.mean(predicted == y_test))
+
+
+def test_compare_on_k_classes_scores_each_method_by_the_k_class_measure(files):
+    folder, _ = files
+    out = _json(runner.invoke(app, ["compare", str(folder / "train.csv"), "--test", str(folder / "test.csv"),
+                                    "-m", "min", "--json"]))
+    methods = {run["method"]: run for run in out["methods"]}
+    assert set(methods) == {"calopt multinomial", "calopt multinomial, argmax", "sklearn LR, argmax"}
+    assert out["positive"] is None and methods["sklearn LR, argmax"]["tpr"] is None
+    assert methods["calopt multinomial"]["value"] > methods["calopt multinomial, argmax"]["value"]
+
+
+@pytest.mark.parametrize("constraint, message", [
+    ("recall[eel]>=0.8", "per-class rate constraints (RATE[CLASS]) are not supported yet"),
+    ("recall>=0.8", "rate constraints are not supported for K classes yet"),
+])
+def test_constraints_on_k_classes_are_one_line_and_exit_2(files, tmp_path, constraint, message):
+    folder, _ = files
+    model = tmp_path / "never.npz"
+    result = runner.invoke(app, ["train", str(folder / "train.csv"), "-m", "gmean", "-c", constraint, "-o",
+                                 str(model)])
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not model.exists()

@@ -1,0 +1,180 @@
+"""Training for K-class measures (issue 26, items 2 and 3): the decision rule chosen on out-of-fold
+probabilities, kept by the model and its file, reported; checked against scikit-learn's and
+imbalanced-learn's scores of the predictions, scikit-learn's LogisticRegression on each fold and a
+plain-loop reference of the rule."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from imblearn.metrics import geometric_mean_score
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import f1_score, precision_score, recall_score
+
+import calopt
+from calopt.errors import ModelFileError, ParameterError, TrainingInterrupted
+from calopt.training.checkpoint import Checkpoint
+from calopt.training.multiclass import out_of_fold_proba
+
+OLD = Path(__file__).parent / "data" / "old-models"
+
+
+def _long_tailed(n: int = 900, K: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Gaussian classes of sizes falling geometrically (the largest 10x the smallest), overlapping."""
+    rng = np.random.default_rng(seed)
+    sizes = np.maximum(8, np.round(n * np.geomspace(1.0, 0.1, K) / np.geomspace(1.0, 0.1, K).sum())).astype(int)
+    centres = rng.normal(size=(K, 5)) * 1.2
+    X = np.concatenate([rng.normal(size=(s, 5)) + centres[k] for k, s in enumerate(sizes)])
+    y = np.repeat(np.arange(K), sizes)
+    order = rng.permutation(y.size)
+    return X[order], y[order]
+
+
+def _softmax(scores: np.ndarray) -> np.ndarray:
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def gmean_model():
+    X, y = _long_tailed()
+    return X, y, calopt.fit(X, y, measure="gmean", seed=0)
+
+
+def test_predict_is_the_gain_rule_on_the_softmax_and_scores_match_imblearn_and_sklearn(gmean_model):
+    X, y, model = gmean_model
+    assert model.gains.shape == (4, 4) and model.has_rule
+    expected = np.argmax(_softmax(X @ model.coef + model.intercept) @ model.gains, axis=1)  # plain arithmetic
+    predicted = model.predict(X)
+    np.testing.assert_array_equal(predicted, expected)
+    result = model.evaluate(X, y, ["gmean", "f1", "balanced-accuracy"])
+    values = {entry["measure"]: entry["value"] for entry in result["measures"]}
+    assert values["gmean"] == pytest.approx(geometric_mean_score(y, predicted, average="multiclass"))
+    assert values["fbeta"] == pytest.approx(f1_score(y, predicted, average="macro"))
+    assert model.score(X, y) == pytest.approx(values["gmean"])
+    assert list(result["recall"].values()) == pytest.approx(recall_score(y, predicted, average=None))
+    assert list(result["precision"].values()) == pytest.approx(
+        precision_score(y, predicted, average=None, zero_division=0))
+    argmax = np.argmax(model.decision_function(X), axis=1)
+    assert result["top1"] == pytest.approx(np.mean(argmax == y))  # top-k ranks the scores
+    assert result["accuracy"] == pytest.approx(np.mean(predicted == y))
+
+
+def test_the_report_carries_the_held_out_values_and_the_rule_beats_the_argmax_there(gmean_model):
+    X, y, model = gmean_model
+    decision = model.fit_report.decision
+    assert decision.rule == "gain matrix" and decision.measure == "gmean" and decision.folds == 5
+    assert decision.held_out >= decision.argmax and decision.held_out > 0
+    assert decision.gap is not None and np.isfinite(decision.gap)
+    # on the training rows too the rule is well above the argmax of the same scores here
+    argmax = np.argmax(model.decision_function(X), axis=1)
+    assert geometric_mean_score(y, model.predict(X), average="multiclass") > \
+        geometric_mean_score(y, argmax, average="multiclass") + 0.05
+
+
+def test_fold_models_run_long_enough_are_scikit_learns_logistic_regression_on_the_fold():
+    """out_of_fold_proba: each row's probabilities by LogisticRegression(C) fitted on the other folds'
+    rows (the multinomial objective; run to convergence from a start that is not the fold's optimum)."""
+    X, y = _long_tailed(300, 3, seed=2)
+    fold = np.arange(y.size) % 3
+    start = np.zeros((5, 3)), np.zeros(3)
+    proba = out_of_fold_proba(X, y, None, *start, C=0.5, fold=fold, passes=500)
+    for f in range(3):
+        reference = LogisticRegression(C=0.5, tol=1e-10, max_iter=5000).fit(X[fold != f], y[fold != f])
+        np.testing.assert_allclose(proba[fold == f], reference.predict_proba(X[fold == f]), atol=2e-4)
+
+
+def test_accuracy_keeps_the_argmax_and_other_algorithms_say_why(gmean_model):
+    X, y, _ = gmean_model
+    model = calopt.fit(X, y, measure="accuracy")
+    assert model.gains is None and model.fit_report.decision.rule == "argmax"
+    np.testing.assert_array_equal(model.predict(X), np.argmax(model.decision_function(X), axis=1))
+    per_class = calopt.fit_multiclass(X, y, measure="gmean", algorithm="plugin", epochs=2)
+    assert per_class.gains is None and "one class against the rest" in per_class.fit_report.decision.reason
+    slnd = calopt.fit(X, y, measure="gmean", algorithm="slnd", epochs=2)
+    assert slnd.gains is None and "not probabilities" in slnd.fit_report.decision.reason
+
+
+def test_model_files_keep_the_rule_and_older_files_load_as_the_argmax(gmean_model, tmp_path):
+    X, y, model = gmean_model
+    model.save(tmp_path / "rule.npz")
+    loaded = calopt.load_model(tmp_path / "rule.npz")
+    np.testing.assert_array_equal(loaded.gains, model.gains)
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    assert loaded.fit_report.decision == model.fit_report.decision
+    with zipfile.ZipFile(tmp_path / "rule.npz") as archive:
+        assert "gains.npy" in archive.namelist()
+    plain = calopt.fit(X, y, measure="accuracy")
+    plain.save(tmp_path / "plain.npz")  # no rule: the version older calopt reads
+    metadata = json.loads(bytes(np.load(tmp_path / "plain.npz")["metadata"]).decode())
+    assert metadata["format_version"] == 1
+    for name in ("per-class.npz", "slnd.npz"):  # files users already have: the argmax
+        old = calopt.load_model(OLD / name)
+        assert old.gains is None and old.fit_report.decision is None
+        X_old = np.zeros((3, old.n_features))
+        np.testing.assert_array_equal(old.predict(X_old),
+                                      np.asarray(old.classes)[np.argmax(old.decision_function(X_old), axis=1)])
+
+
+def test_a_rule_of_the_wrong_shape_is_a_one_line_model_file_error(gmean_model, tmp_path):
+    _, _, model = gmean_model
+    import dataclasses
+
+    dataclasses.replace(model, gains=np.eye(3)).save(tmp_path / "bad.npz")
+    with pytest.raises(ModelFileError, match=r"gains has shape \(3, 3\), not \(4, 4\)"):
+        calopt.load_model(tmp_path / "bad.npz")
+
+
+def test_randomised_rule_draws_reproducibly_from_the_mixture(tmp_path):
+    X, y = _long_tailed(seed=3)
+    model = calopt.fit(X, y, measure="gmean", randomised=True, seed=0)
+    decision = model.fit_report.decision
+    assert decision.rule == "randomised" and model.gains is None
+    assert model.mixture_weights.sum() == pytest.approx(1.0)
+    assert decision.held_out == decision.mixture
+    first = model.predict(X)
+    np.testing.assert_array_equal(first, model.predict(X))  # the model's seed
+    proba = _softmax(model.decision_function(X))
+    each = np.stack([np.argmax(proba @ g, axis=1) for g in model.mixture_gains])  # (T, n)
+    assert np.all((each == first).any(axis=0))  # every row got one of the mixture's rules' classes
+    model.save(tmp_path / "mixture.npz")
+    np.testing.assert_array_equal(calopt.load_model(tmp_path / "mixture.npz").predict(X), first)
+    with pytest.raises(ParameterError, match="three or more classes"):
+        calopt.fit(X, np.minimum(y, 1), randomised=True)
+
+
+def test_constraints_on_k_classes_are_refused_in_one_line():
+    X, y = _long_tailed()
+    with pytest.raises(ParameterError, match="not supported for K classes yet"):
+        calopt.fit(X, y, measure="gmean", constraints="recall>=0.8")
+    with pytest.raises(ParameterError, match=r"per-class rate constraints \(RATE\[CLASS\]\) are not supported"):
+        calopt.fit(X, y, measure="gmean", constraints="recall[3]>=0.8")
+
+
+class _StopAt:
+    def __init__(self, at: int | None = None):
+        self.at, self.calls = at, 0
+
+    def __call__(self) -> bool:
+        self.calls += 1
+        return self.at is not None and self.calls >= self.at
+
+
+def test_an_interrupted_run_resumes_to_the_same_rule(tmp_path):
+    X, y = _long_tailed(seed=4)
+    options = dict(measure="min", algorithm="multinomial:tol=0", epochs=6, batch_size=100, seed=1)
+    counter = _StopAt()
+    reference = calopt.fit(X, y, **options, interrupt=counter)
+    path = tmp_path / "stop.npz"
+    with pytest.raises(TrainingInterrupted):
+        calopt.fit(X, y, **options, checkpoint=path, interrupt=_StopAt(counter.calls // 2))
+    assert Checkpoint.load(path).options["measure"] == "min"
+    resumed = calopt.fit(X, y, **options, resume=path)
+    np.testing.assert_array_equal(resumed.gains, reference.gains)
+    resumed.save(tmp_path / "resumed.npz")
+    reference.save(tmp_path / "reference.npz")
+    assert (tmp_path / "resumed.npz").read_bytes() == (tmp_path / "reference.npz").read_bytes()
