@@ -27,6 +27,7 @@ from calopt.io.labels import label_values
 from calopt.io.stream import BUFFER_ROWS
 from calopt.models.linear import LinearModel, MulticlassModel
 from calopt.training.checkpoint import Checkpoint
+from calopt.training.columns import on_present_columns
 from calopt.training.loop import EpochRecord
 from calopt.training.pipeline import fit_binary, fit_multiclass_arrays, named
 from calopt.training.plan import FitPlan
@@ -175,7 +176,7 @@ def fit(
     count = np.unique(labels).size
     if count <= 2:
         plan = FitPlan.resolve(constraints=constraints, patience=patience, max_epochs=max_epochs, **options)
-        return named(X, fit_binary(X, labels, plan, positive=positive, **in_memory))
+        return named(X, on_present_columns(fit_binary, X, labels, plan, positive=positive, **in_memory))
     if parse_constraints(constraints):
         raise ParameterError(f"constraints are for two-class labels; the training labels have {count} classes")
     if positive is not None:
@@ -226,7 +227,7 @@ def fit_multiclass(X: Any, y: Any, **options: Any) -> MulticlassModel:
     in_memory = {name: options.pop(name) for name in _IN_MEMORY if name in options}
     labels = label_values(to_numpy(y), source="training labels")
     plan = FitPlan.resolve(task="multiclass", **options)
-    return fit_multiclass_arrays(X, labels, plan, **in_memory)
+    return on_present_columns(fit_multiclass_arrays, X, labels, plan, **in_memory)
 
 
 #: The keywords of :func:`fit` that :func:`fit_multiclass` takes, and those of them the arrays' own.
