@@ -78,7 +78,9 @@ def fit(
     """Train a linear classifier that maximises ``measure`` on (X, y).
 
     ``X`` is a 2-D array of any supported backend (or scipy.sparse, kept sparse on
-    NumPy; a DataFrame's column names, distinct strings, become ``model.feature_names``),
+    NumPy, and trained on its present columns when at least half are empty:
+    :mod:`calopt.training.columns`; a DataFrame's column names, distinct strings, become
+    ``model.feature_names``),
     ``y`` the labels (any dtype; a missing one is an error). Two distinct labels train a binary
     :class:`~calopt.models.linear.LinearModel` (``positive`` picks the positive class; by
     default 1 of {0, 1} and {-1, 1}, True, else the smaller class: :func:`~calopt.io.labels.binary_classes`);
