@@ -185,8 +185,9 @@ def test_a_forged_packed_model_is_one_clear_error(tmp_path, change, message):
 # -- the memory -------------------------------------------------------------------------------
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")
 def test_a_file_with_a_feature_index_at_ten_million_trains_in_bounded_memory(tmp_path):
-    """``calopt train`` on 400 rows, one of them with index 10⁷, under a 1.5 GiB address-space limit:
-    at the full width the default's L-BFGS histories alone are 13 GiB (MemoryError, exit 1)."""
+    """``calopt train`` on 400 rows, one of them with index 10⁷, under a 1.5 GiB address-space limit,
+    with a peak RSS under 1 GiB: at the full width the default's L-BFGS histories alone are
+    13 GiB (MemoryError, exit 1)."""
     rng = np.random.default_rng(0)
     lines = []
     for i in range(400):
@@ -202,13 +203,17 @@ def test_a_file_with_a_feature_index_at_ten_million_trains_in_bounded_memory(tmp
         resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
         from calopt_cli.app import main
         sys.argv = ["calopt", "train", "wide.svm", "--no-progress", "--json", "-o", "wide.npz"]
-        main()
+        try:
+            main()
+        finally:  # the peak resident memory (kB on Linux), the issue's figure
+            open("peak_rss_kb", "w").write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
     """)
     threads = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                             env={**os.environ, **threads}, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     trained = json.loads(result.stdout)
+    assert int((tmp_path / "peak_rss_kb").read_text()) < 2**20  # under 1 GiB (about 300 MB here)
     assert (tmp_path / "wide.npz").stat().st_size < 64_000
     model = load_model(tmp_path / "wide.npz")
     assert model.coef.shape == (10**7,) and model.coef[10**7 - 1] != 0  # 1-based index 10⁷: the last column
