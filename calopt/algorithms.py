@@ -360,6 +360,12 @@ class Algorithm(Component):
     #: counted by the loop (:class:`~calopt.training.loop.TrainerState`), at which the
     #: algorithm evaluates its :class:`Schedule` objects; it keeps no step counter itself.
     scheduled: ClassVar[bool] = False
+    #: A column with no entry in the training rows keeps weight 0 from the start and nothing
+    #: else the algorithm computes depends on it: trained on the present columns only
+    #: (:mod:`calopt.training.columns`), it gives the full width's model up to the rounding of
+    #: sums over the features. False (the default, and mirror descent's 2d + 2 predictors, SLND's
+    #: d-sized sample): it trains at the full width.
+    absent_columns_inert: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, problem: Problem) -> NamedTuple:

@@ -29,8 +29,8 @@ import numpy as np
 from calopt.errors import DataError, ModelFileError, one_line
 from calopt.io.files import npz_arrays
 
-__all__ = ["FORMAT_NAMES", "atomic_write", "load_archive", "read_format", "read_npz", "save_archive",
-           "saved_history", "write_npz"]
+__all__ = ["FORMAT_NAMES", "PACKED_MIN_BYTES", "PACKED_SHARE", "atomic_write", "load_archive", "pack_rows", "read_format", "read_npz",
+           "save_archive", "saved_history", "unpack_rows", "write_npz"]
 
 def _umask() -> int:
     """The process's file-creation mask (read without changing it where /proc allows)."""
@@ -223,6 +223,65 @@ def load_archive(path: str | os.PathLike, *, format: str, version: int,
     if metadata.pop("sha256", None) != checksum(arrays, metadata):
         raise ModelFileError(f"{path}: checksum mismatch: the {what} is corrupt")
     return arrays, metadata
+
+
+#: An array is stored by the rows that differ from its background value (:func:`pack_rows`) when
+#: it is at least this large (a model file of a few hundred features stays as it always was) ...
+PACKED_MIN_BYTES = 2**20
+#: ... and those rows are at most this share of its rows: the file is then at most half the dense one.
+PACKED_SHARE = 0.25
+
+
+def pack_rows(name: str, array: np.ndarray, background: float) -> dict[str, np.ndarray]:
+    """``{name: array}`` (float64), or, when it is at least :data:`PACKED_MIN_BYTES` and at most
+    :data:`PACKED_SHARE` of its rows (first axis) differ from ``background``, those rows:
+    ``name.rows`` (int64, increasing), ``name.values`` (rows, ...) and ``name.shape``. A 10⁷-wide
+    model trained on a thousand columns is then kilobytes, not 80 MB (:func:`unpack_rows`)."""
+    array = np.asarray(array, dtype=np.float64)
+    if array.ndim == 0 or array.nbytes < PACKED_MIN_BYTES:
+        return {name: array}
+    differs = array != background
+    rows = np.flatnonzero(differs.reshape(array.shape[0], -1).any(axis=1))
+    if rows.size > PACKED_SHARE * array.shape[0]:
+        return {name: array}
+    return {f"{name}.rows": rows.astype(np.int64), f"{name}.values": array[rows],
+            f"{name}.shape": np.asarray(array.shape, dtype=np.int64)}
+
+
+def _physical_memory() -> float:
+    """This machine's memory in bytes (inf where the system does not say)."""
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE")) * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return float("inf")
+
+
+def unpack_rows(arrays: dict[str, np.ndarray], name: str, background: float) -> np.ndarray | None:
+    """The array ``name`` of a file's ``arrays``, stored whole or by :func:`pack_rows` (removed from
+    ``arrays``); None when it holds neither. A ModelFileError for packed parts that do not fit
+    together (rows out of range or not increasing, values of another shape, a width that does not
+    fit in memory)."""
+    if name in arrays:
+        return arrays.pop(name)
+    parts = [arrays.pop(f"{name}.{part}", None) for part in ("rows", "values", "shape")]
+    if all(part is None for part in parts):
+        return None
+    missing = [part for part, array in zip(("rows", "values", "shape"), parts) if array is None]
+    if missing:
+        raise ModelFileError(f"{name} is packed but has no {missing[0]} array")
+    rows, values, shape = parts
+    if not (shape.ndim == 1 and 1 <= shape.size <= 2 and shape.dtype.kind in "iu" and np.all(shape >= 0)):
+        raise ModelFileError(f"{name}.shape must be 1 or 2 whole numbers, not {one_line(shape.tolist(), 40)}")
+    shape = tuple(int(n) for n in shape)
+    if not (rows.ndim == 1 and rows.dtype.kind in "iu" and values.shape == (rows.size, *shape[1:])
+            and (rows.size == 0 or (rows[0] >= 0 and rows[-1] < shape[0] and np.all(np.diff(rows) > 0)))):
+        raise ModelFileError(f"{name} is packed inconsistently (rows {rows.shape} {rows.dtype}, values "
+                             f"{values.shape}, shape {shape})")
+    if 8 * np.prod(shape, dtype=np.float64) > _physical_memory():
+        raise ModelFileError(f"{name} has shape {shape}: larger than this machine's memory")
+    array = np.full(shape, background, dtype=np.float64)
+    array[rows] = values
+    return array
 
 
 def saved_history(history: list[dict[str, Any]]) -> list[dict[str, Any]]:

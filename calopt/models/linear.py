@@ -27,7 +27,7 @@ from calopt.backends import backend_of, get_backend, is_sparse, to_numpy
 from calopt.errors import DataError, ModelFileError, ParameterError, one_line
 from calopt.io.labels import encode_among, encode_like, json_label, label_text
 from calopt.measures import confusion_counts, safe_divide
-from calopt.models.archive import load_archive, read_format, save_archive, saved_history
+from calopt.models.archive import load_archive, pack_rows, read_format, save_archive, saved_history, unpack_rows
 from calopt.models.export import to_sklearn
 from calopt.models.report import FitReport
 from calopt.models.rule import gain_predictions, mixture_predictions, softmax
@@ -35,6 +35,8 @@ from calopt.models.rule import gain_predictions, mixture_predictions, softmax
 __all__ = ["LinearModel", "Model", "MulticlassModel", "linear_scores", "load_model"]
 
 _NUMPY = get_backend("numpy")
+#: The format version of a model file with packed arrays (:meth:`Model.save`): the newest this calopt reads.
+PACKED_VERSION = 2
 
 
 def linear_scores(X: Any, coef: np.ndarray, intercept: Any) -> Any:
@@ -84,6 +86,7 @@ class Model:
 
     #: The ``format`` of this kind's model files.
     FORMAT: ClassVar[str] = ""
+    #: The format version of a file without packed arrays (:data:`PACKED_VERSION`: with them).
     FORMAT_VERSION: ClassVar[int] = 1
 
     @property
@@ -166,14 +169,21 @@ class Model:
         }
 
     def _arrays(self) -> dict[str, np.ndarray]:
-        arrays = {"coef": np.asarray(self.coef, dtype=np.float64)}
+        arrays = pack_rows("coef", self.coef, 0.0)
         if self.scale is not None:
-            arrays["scale"] = np.asarray(self.scale, dtype=np.float64)
+            arrays.update(pack_rows("scale", self.scale, 1.0))
         return arrays
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the model to ``path`` atomically (an ``.npz`` archive, no pickle)."""
-        save_archive(path, self._arrays(), self._metadata())
+        """Write the model to ``path`` atomically (an ``.npz`` archive, no pickle).
+
+        A model whose coefficients are mostly 0 (trained on few of many columns) keeps only the
+        rows that are not (:func:`~calopt.models.archive.pack_rows`): format version 2, which
+        calopt before it refuses as newer; every other model file is version 1, as before."""
+        arrays, metadata = self._arrays(), self._metadata()
+        if any(key.endswith(".rows") for key in arrays):
+            metadata["format_version"] = PACKED_VERSION
+        save_archive(path, arrays, metadata)
 
     @classmethod
     def _from_file(cls, arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> Model:
@@ -188,7 +198,7 @@ class Model:
         ``predict`` a matrix where a vector belongs, or arrays where labels belong.
         """
         path = Path(path)
-        arrays, metadata = load_archive(path, format=cls.FORMAT, version=cls.FORMAT_VERSION)
+        arrays, metadata = load_archive(path, format=cls.FORMAT, version=PACKED_VERSION)
         try:
             return cls._from_file(arrays, metadata)
         except ModelFileError as exc:
@@ -199,9 +209,10 @@ class Model:
         """The fields every model file holds, checked, as constructor arguments."""
         missing = [key for key in ("classes", "measure", "algorithm", "loss", "options", "history", "status",
                                    "message", "calopt_version") if key not in metadata]
-        if missing or "coef" not in arrays:
+        coef, scale = unpack_rows(arrays, "coef", 0.0), unpack_rows(arrays, "scale", 1.0)
+        if missing or coef is None:
             raise ModelFileError(f"incomplete model file (no {(missing or ['coef array'])[0]})")
-        coef, scale = _numbers(arrays["coef"], "coef"), arrays.get("scale")
+        coef = _numbers(coef, "coef")
         if scale is not None and (_numbers(scale, "scale").shape != coef.shape[:1]):
             raise ModelFileError(f"scale has shape {scale.shape}, coef {coef.shape}")
         classes = metadata["classes"]
@@ -483,12 +494,12 @@ class MulticlassModel(Model):
         return {**super()._metadata(), "format_version": 2 if self.has_rule else 1}
 
     def _arrays(self) -> dict[str, np.ndarray]:
-        arrays = super()._arrays()
+        arrays = super()._arrays()  # the coefficients first (packed or not), then the intercept (the files' order)
+        coef = {key: arrays.pop(key) for key in list(arrays) if key.split(".")[0] == "coef"}
         rule = {name: np.asarray(value, dtype=np.float64) for name, value in
                 (("gains", self.gains), ("mixture_weights", self.mixture_weights),
                  ("mixture_gains", self.mixture_gains)) if value is not None}
-        return {"coef": arrays.pop("coef"), "intercept": np.asarray(self.intercept, dtype=np.float64), **arrays,
-                **rule}
+        return {**coef, "intercept": np.asarray(self.intercept, dtype=np.float64), **arrays, **rule}
 
     @classmethod
     def _from_file(cls, arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> MulticlassModel:

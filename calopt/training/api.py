@@ -27,6 +27,7 @@ from calopt.io.labels import label_values
 from calopt.io.stream import BUFFER_ROWS
 from calopt.models.linear import LinearModel, MulticlassModel
 from calopt.training.checkpoint import Checkpoint
+from calopt.training.columns import on_present_columns
 from calopt.training.loop import EpochRecord
 from calopt.training.pipeline import fit_binary, fit_multiclass_arrays, named
 from calopt.training.plan import FitPlan
@@ -78,7 +79,9 @@ def fit(
     """Train a linear classifier that maximises ``measure`` on (X, y).
 
     ``X`` is a 2-D array of any supported backend (or scipy.sparse, kept sparse on
-    NumPy; a DataFrame's column names, distinct strings, become ``model.feature_names``),
+    NumPy, and trained on its present columns when at least half are empty:
+    :mod:`calopt.training.columns`; a DataFrame's column names, distinct strings, become
+    ``model.feature_names``),
     ``y`` the labels (any dtype; a missing one is an error). Two distinct labels train a binary
     :class:`~calopt.models.linear.LinearModel` (``positive`` picks the positive class; by
     default 1 of {0, 1} and {-1, 1}, True, else the smaller class: :func:`~calopt.io.labels.binary_classes`);
@@ -190,7 +193,7 @@ def fit(
             raise ParameterError("randomised=True (--randomised) is for three or more classes; the training labels have "
                                  f"{count} (their threshold is deterministic)")
         plan = FitPlan.resolve(constraints=constraints, patience=patience, max_epochs=max_epochs, **options)
-        return named(X, fit_binary(X, labels, plan, positive=positive, **in_memory))
+        return named(X, on_present_columns(fit_binary, X, labels, plan, positive=positive, **in_memory))
     if parse_constraints(constraints):
         raise ParameterError(f"rate constraints are not supported for K classes yet; the training labels have "
                              f"{count} classes")
@@ -248,7 +251,7 @@ def fit_multiclass(X: Any, y: Any, **options: Any) -> MulticlassModel:
     in_memory["randomised"] = bool(options.pop("randomised", False))
     labels = label_values(to_numpy(y), source="training labels")
     plan = FitPlan.resolve(task="multiclass", **options)
-    return fit_multiclass_arrays(X, labels, plan, **in_memory)
+    return on_present_columns(fit_multiclass_arrays, X, labels, plan, **in_memory)
 
 
 #: The keywords of :func:`fit` that :func:`fit_multiclass` takes, and those of them the arrays' own.

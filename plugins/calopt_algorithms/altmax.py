@@ -82,6 +82,7 @@ class _AltMax(Algorithm):
                                                Tunable("radius", (None, 1.0), trial=False))
     stackable: ClassVar[bool] = True
     scheduled: ClassVar[bool] = True
+    absent_columns_inert: ClassVar[bool] = True
 
     #: Step scale η₀ (η_t = η₀/√t, t restarting with each model stage); unset: tuned.
     step: float | None = None

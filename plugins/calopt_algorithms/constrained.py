@@ -65,6 +65,7 @@ class Constrained(Algorithm):
     family: ClassVar[str] = "constrained"
     tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (1.0, 10.0, 100.0)),)
     scheduled: ClassVar[bool] = True
+    absent_columns_inert: ClassVar[bool] = True
 
     #: Primal step scale η₀ (η_t = η₀/√t); unset: chosen on held-out data.
     step: float | None = None

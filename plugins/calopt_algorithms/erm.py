@@ -113,6 +113,9 @@ def smoothness_constant(gram: Array, column_sums: Array | None, count: int, curv
 class _Erm(Algorithm):
     family: ClassVar[str] = "any"
     needs_reward: ClassVar[bool] = False
+    #: gd's step bound is the Gram matrix's up to GRAM_MAX_FEATURES present columns, the trace bound
+    #: above: a compacted run may use the Gram where the full width would not (a shorter bound).
+    absent_columns_inert: ClassVar[bool] = True
 
     #: L2 regularisation λ of (1/m)·Σ F(y·s) + λ‖w‖² (the intercept is not regularised).
     l2: float = 1e-6

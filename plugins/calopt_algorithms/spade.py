@@ -44,6 +44,7 @@ class Spade(Algorithm):
                                                Tunable("radius", (None, 1.0), trial=False))
     stackable: ClassVar[bool] = True
     scheduled: ClassVar[bool] = True
+    absent_columns_inert: ClassVar[bool] = True
 
     #: Primal step scale η₀ (η_t = η₀/√t); unset: chosen on held-out data.
     step: float | None = None
