@@ -19,7 +19,7 @@ import numpy as np
 from calopt.errors import BackendError, UnknownNameError
 
 __all__ = ["BACKENDS", "Backend", "backend_of", "device", "get_backend", "is_numpy", "is_sparse", "namespace",
-           "to_numpy"]
+           "row_dot", "to_numpy"]
 
 #: Names accepted by :func:`get_backend` and ``--backend``.
 BACKENDS = ("numpy", "array-api-strict", "torch", "cupy")
@@ -44,6 +44,19 @@ def device(x: Any) -> Any:
 def is_numpy(xp: Any) -> bool:
     """Whether ``xp`` is NumPy's namespace (host code may then take shortcuts, such as Python floats)."""
     return array_api_compat.is_numpy_namespace(xp)
+
+
+def row_dot(a: Any, c: Any, xp: Any) -> Any:
+    """The inner products of ``a`` and ``c`` over their last axis (the array API's ``vecdot``).
+
+    On NumPy through ``einsum``, not BLAS: ``vecdot`` of a few stacked vectors calls a
+    multithreaded BLAS ``dot`` per row, and on a machine with more busy threads than cores each
+    call waits for its threads to be scheduled (the L-BFGS recursion, 40 such calls a pass,
+    took 131 of 146 s on a 1,000 × 20,000 sparse set at load 9, 0.3 s with ``einsum``).
+    """
+    if is_numpy(xp):
+        return np.einsum("...i,...i->...", a, c)
+    return xp.vecdot(a, c, axis=-1)
 
 
 #: The optional array libraries: backend name → (module, what to install when it is missing).

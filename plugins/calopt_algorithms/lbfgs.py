@@ -26,6 +26,7 @@ import math
 from typing import Any, ClassVar, NamedTuple
 
 from calopt.algorithms import Algorithm, Batch, Problem, Tunable, column
+from calopt.backends import row_dot
 from calopt.errors import ParameterError
 
 Array = Any
@@ -182,7 +183,7 @@ class Lbfgs(Algorithm):
     @staticmethod
     def _dot(a: Array, c: Array, xp: Any) -> Array:
         """The inner product of two flat parameter vectors, per model (over z's last axis)."""
-        return xp.vecdot(a, c, axis=-1)
+        return row_dot(a, c, xp)
 
     @staticmethod
     def _sum(w: Array, xp: Any) -> Array:
