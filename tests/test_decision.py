@@ -105,3 +105,23 @@ def test_the_class_count_gradient_is_balanced_accuracy_s_own(K):
     np.testing.assert_allclose(_class_count_gradient(measure, C), analytic, atol=1e-6)
     np.testing.assert_allclose(_gradient(measure, C), analytic, atol=1e-6)
     assert _gradient_of(measure, C) is _class_count_gradient
+
+
+def test_where_every_rule_scores_zero_the_balanced_rule_is_kept():
+    """A class no rule predicts right on these rows (its one row looks like another class) leaves
+    G-mean 0 for the argmax and the balanced rule alike: the balanced rule argmax_j η_j/π_j is kept,
+    which predicts the rare classes the argmax never does (checked by plain arithmetic)."""
+    rng = np.random.default_rng(3)
+    n, K = 600, 3
+    codes = np.where(rng.random(n) < 0.8, 0, 1)
+    codes[0] = 2  # the rare class: one row, whose probabilities say class 0
+    proba = np.where(codes[:, None] == np.arange(K), 0.5, 0.25)
+    proba[codes == 0] = [0.6, 0.3, 0.1]
+    proba[codes == 1] = [0.55, 0.35, 0.1]
+    proba[codes == 2] = [0.7, 0.2, 0.1]
+    rule = choose_rule(proba, codes, get_measure("gmean"))
+    assert rule.value == 0.0 and rule.argmax_value == 0.0
+    prior = np.bincount(codes, minlength=K) / n
+    balanced = np.argmax(proba / prior, axis=1)
+    assert np.array_equal(rule.predict(proba), balanced)
+    assert set(np.unique(rule.predict(proba))) != {0}  # the argmax predicts class 0 everywhere

@@ -16,8 +16,9 @@ out-of-fold probabilities of the cross-fitting the binary threshold uses):
    Frank-Wolfe gap, bounds how far a concave measure's mixture value is from the best
    that the rules reach on these rows.
 2. **A deterministic rule**: the best of the Frank-Wolfe rules and the start (the argmax,
-   or the balanced rule ``argmax_j η_j/π_j`` when it scores higher: G-mean and min are 0,
-   without a gradient, around an argmax that never predicts a class), polished by
+   or the balanced rule ``argmax_j η_j/π_j`` when it scores as high: G-mean and min are 0,
+   without a gradient, around an argmax that never predicts a class, and where both are 0
+   the balanced rule is the one whose recalls are all positive more often), polished by
    exact coordinate ascent on the scale of each column of G (per-class weights): for one
    class at a time every distinct decision its weight can give is evaluated at once (the
    rows switch to the class at sorted break points), which for two classes is the exact
@@ -261,7 +262,7 @@ def choose_rule(proba: Any, codes: Any, measure: Measure, *, sample_weight: Any 
     starts = np.stack([_confusion(codes, gain_predictions(proba, g), K, weight) for g in (identity, balanced)])
     start_values = _value(measure, starts)
     argmax_value = float(start_values[0])
-    first = balanced if start_values[1] > start_values[0] else identity
+    first = balanced if start_values[1] >= start_values[0] else identity
     mixture, C, gap = _frank_wolfe(measure, proba, codes, weight, first, iterations)
     candidates = [first] + [g for _, g in mixture[1:]]
     stacked = np.stack([_confusion(codes, gain_predictions(proba, g), K, weight) for g in candidates])
