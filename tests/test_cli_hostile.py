@@ -812,3 +812,22 @@ def test_the_battery_has_at_least_150_cases():
     tables = [OUTPUT_CASES, OUTPUT_CASES_EXTRA, PLOT_CASES, DATA_CASES, INDEX_BASE_CASES, STREAM_DIR_CASES,
               MODEL_CASES, CHECKPOINT_CASES, PARAMETER_CASES, FULL_DISK_CASES, SCORE_CASES]
     assert sum(map(len, tables)) + 1 >= 150
+
+
+def test_a_long_field_is_refused_whatever_another_library_set_the_csv_limit_to(tmp_path):
+    """SciPy's ARFF reader raises csv.field_size_limit for the whole process; calopt's own limit
+    still names the line of a 1 MB field."""
+    import csv
+
+    from calopt.errors import DataError
+    from calopt.io.files import read_data
+
+    path = tmp_path / "field.csv"
+    path.write_text("1,2,3,1\n4,5,6," + "x" * 1_000_000 + "\n")
+    before = csv.field_size_limit()
+    csv.field_size_limit(2**31 - 1)
+    try:
+        with pytest.raises(DataError, match="line 2"):
+            read_data(path)
+    finally:
+        csv.field_size_limit(before)

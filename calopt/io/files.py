@@ -516,17 +516,28 @@ def _is_number(text: str | bytes) -> bool:
     return True
 
 
+#: The longest field a CSV file may hold: the csv module's default limit, fixed here rather than read
+#: from ``csv.field_size_limit()``, which any library may raise for the whole process (SciPy's ARFF
+#: reader does), so that what calopt accepts does not depend on what was imported before it.
+FIELD_LIMIT = 131_072
+
+
 def _split_rows(
     lines: list[tuple[int, str]], delimiter: str | None, source: str
 ) -> list[list[str]]:
     if delimiter is None:
         return [line.split() for _, line in lines]
     reader = csv.reader((line for _, line in lines), delimiter=delimiter, skipinitialspace=True)
+    rows = []
     try:
-        return [[field.strip() for field in row] for row in reader]
+        for row in reader:
+            if any(len(field) > FIELD_LIMIT for field in row):
+                raise csv.Error(f"field larger than field limit ({FIELD_LIMIT})")
+            rows.append([field.strip() for field in row])
     except csv.Error as exc:
         number = lines[min(reader.line_num, len(lines)) - 1][0]
         raise DataError(f"{source}: line {number}: {one_line(exc)}") from None
+    return rows
 
 
 #: ``--delimiter`` names for the characters that are awkward to type.
@@ -756,7 +767,7 @@ def _pandas_rows(raw: bytes, body: int, delimiter: str | None, n_columns: int,
         if pd.api.types.infer_dtype(column, skipna=False) != "string":  # a missing field, say
             raise _Rescan
         labels = np.strings.strip(column.astype(str))
-        if labels.size and int(np.max(np.strings.str_len(column.astype(str)))) > csv.field_size_limit():
+        if labels.size and int(np.max(np.strings.str_len(column.astype(str)))) > FIELD_LIMIT:
             raise _Rescan  # the scan (the csv module) refuses a field that long, naming its line
     return frame.to_numpy(dtype=np.float64), labels
 
