@@ -101,6 +101,9 @@ def test_quick_run_on_one_small_set(tmp_path, monkeypatch, capsys):
     from sklearn.preprocessing import StandardScaler
 
     monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    # a benchmark process runs on one BLAS thread; this one is pytest's, whose later tests (SLND's
+    # bit-identity digest among them) expect the BLAS threads as found
+    monkeypatch.setattr(bench, "limit_threads", lambda: None)
     bench.main(["--quick", "--datasets", "newthyroid", "--tag", "t"])
     results = json.loads((tmp_path / "multiclass_measures_t.json").read_text())
     assert sorted(results["cells"]) == sorted(f"newthyroid|{m}|split0" for m in bench.MEASURES)
