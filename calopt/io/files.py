@@ -1,7 +1,8 @@
 """Data files in, :class:`Dataset` out: the one module that knows file formats.
 
-Reads LIBSVM/svmlight (kept sparse, through scikit-learn's parser), CSV (through pandas'
-C parser) and NPZ files, plain or compressed with bzip2 or gzip. Every problem with an
+Reads LIBSVM/svmlight (kept sparse, in 32 MB blocks through the vectorised parser of
+:mod:`calopt.io.svmtext`, scikit-learn's for lines it does not take: the same values),
+CSV (through pandas' C parser) and NPZ files, plain or compressed with bzip2 or gzip. Every problem with an
 input becomes a one-line :class:`~calopt.errors.DataError` that names the file, the line
 (or column) and what is wrong: the libraries read, and the text is re-scanned line by line
 only when they fail, to say where. Nothing here trains or writes anything. Labels are kept as read (:mod:`calopt.io.labels` encodes them).
@@ -339,8 +340,8 @@ def read_data(
     ``path`` may be ``-`` (stdin) or a pipe: a stream is read once, whole, into memory.
     The format comes from the name without its compression suffix: ``.npz`` (arrays ``X``
     and ``y``), ``.csv``/``.tsv``/``.data`` are CSV; any other name is LIBSVM when its
-    first data line is ``label index:value ...``, else CSV. LIBSVM is read with
-    scikit-learn's parser and kept sparse, CSV with pandas' (:func:`_read_csv`).
+    first data line is ``label index:value ...``, else CSV. LIBSVM is read as scikit-learn's
+    parser reads it (:func:`_read_libsvm`) and kept sparse, CSV with pandas' (:func:`_read_csv`).
     ``options`` are the keywords of :class:`ReadOptions`: ``format``, ``label_column``,
     ``delimiter``, ``header`` and ``zero_based``.
 

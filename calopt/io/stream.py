@@ -22,13 +22,13 @@ the scores) are ever held for the whole data; features are O(part + buffer).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -1173,13 +1173,34 @@ class _ArrayWriter:
         self.files: dict[str, Any] = {}
         self.sparse: bool | None = None
         self.rows = self.nnz = 0
+        # a part's arrays are written by a thread (file writes release the GIL) while the next is parsed
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="calopt-convert")
+        self.pending: Future | None = None
 
     def __enter__(self) -> _ArrayWriter:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        for handle in self.files.values():
-            handle.close()
+        try:
+            self._wait()
+        finally:
+            self.thread.shutdown(wait=True)
+            for handle in self.files.values():
+                handle.close()
+
+    def _wait(self) -> None:
+        """Until the last part is written (its error, a full disk say, raised here)."""
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending.result()
+
+    def _write(self, arrays: dict[str, np.ndarray]) -> None:
+        self._wait()  # at most one part in flight: memory stays one part's
+        self.pending = self.thread.submit(self._write_now, arrays)
+
+    def _write_now(self, arrays: dict[str, np.ndarray]) -> None:
+        for name, array in arrays.items():
+            self.files[name].write(memoryview(np.ascontiguousarray(array)).cast("B"))
 
     def _open(self, names: tuple[str, ...]) -> None:
         for name in names:
@@ -1201,18 +1222,19 @@ class _ArrayWriter:
             X = X.tocsr()
             if X.nnz and int(X.indices.max()) > np.iinfo(self.index_type).max:
                 raise _Rewrite
-            np.asarray(X.data, dtype=np.float64).tofile(self.files["data"])
-            np.asarray(X.indices, dtype=self.index_type).tofile(self.files["indices"])
-            (np.asarray(X.indptr[1:], dtype=np.int64) + self.nnz).tofile(self.files["indptr"])
+            self._write({"data": np.asarray(X.data, dtype=np.float64),
+                         "indices": np.asarray(X.indices, dtype=self.index_type),
+                         "indptr": np.asarray(X.indptr[1:], dtype=np.int64) + self.nnz})
             self.nnz += int(X.nnz)
         else:
             if X.shape[1] > self.width:
                 raise _Rewrite
-            np.ascontiguousarray(widen(X, self.width), dtype=np.float64).tofile(self.files["X"])
+            self._write({"X": np.asarray(widen(X, self.width), dtype=np.float64)})
         self.rows += int(X.shape[0])
 
     def finish(self, width: int, shift: int) -> None:
-        """The headers of the final shapes; ``shift`` subtracted from every index (a one-based file's)."""
+        """The headers of the final shapes; ``shift`` subtracted from every index (a one-based file's).
+        After the ``with`` block: every part written and the files closed."""
         shapes = {"data": (np.float64, (self.nnz,)), "indices": (self.index_type, (self.nnz,)),
                   "indptr": (np.int64, (self.rows + 1,)), "X": (np.float64, (self.rows, width))}
         for name in self.files:
