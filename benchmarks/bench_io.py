@@ -28,9 +28,22 @@ ijcnn1 training sets (sparse as read, dense, a9a also with int64 index arrays as
 interleaved in one process, best of ``--fit-repeat``: wall and CPU seconds, their ratios, and
 whether the two models are equal bit for bit. ``--products-only`` skips the CSV readers.
 
+``--libsvm MB`` times LIBSVM text instead (issue 25): two seeded files of about MB megabytes
+each, a9a-like sparse (14 of 123 features, values 1) and dense (100 features, normal values times
+10^-2..10^2 written with 6-8 significant digits), and their ``.gz``; in rounds (best of
+``--repeat``), one process: the raw read and the gzip decompression (the bounds), calopt's
+streamed pass (``open_stream(...).parts()``, what an epoch reads), ``convert`` and ``read_data``,
+and a streamed pass of the ``.gz``; ``--out`` keeps the file's CSV figures and sets its
+``libsvm`` entry. scikit-learn's ``load_svmlight_file`` and, with ``--before
+TREE`` (``git archive <commit> calopt cli | tar -x -C TREE``), the earlier calopt's pass and
+convert (in a subprocess on TREE, in the same rounds) are timed on the first ``--prefix-mb`` of
+each file (their rates are slow), beside calopt's on the same prefix. Every calopt result is
+checked bit-identical to ``load_svmlight_file``'s on the prefix.
+
     python benchmarks/bench_io.py
     python benchmarks/bench_io.py --rows 100000 --columns 20 --out benchmarks/results/io.json
     python benchmarks/bench_io.py --products --products-only --fit-repeat 9 --epochs 10
+    python benchmarks/bench_io.py --libsvm 400 --before /tmp/before --out benchmarks/results/io.json
 """
 
 from __future__ import annotations
@@ -222,6 +235,172 @@ def end_to_end(repeat: int, epochs: int) -> dict[str, dict[str, Any]]:
     return found
 
 
+def write_libsvm(path: Path, rows: int, kind: str, seed: int = 0) -> None:
+    """A seeded LIBSVM file: ``sparse`` (a9a-like: 14 of 123 features, values 1, labels ±1 with 25%
+    positive) or ``dense`` (100 features, normal values times 10^-2..10^2, 6-8 significant digits)."""
+    rng = np.random.default_rng(seed)
+    with open(path, "w") as f:
+        for start in range(0, rows, 20_000):
+            m = min(20_000, rows - start)
+            labels = np.where(rng.random(m) < 0.25, "+1", "-1").tolist()
+            if kind == "sparse":
+                columns = np.sort(np.argpartition(rng.random((m, 123)), 14, axis=1)[:, :14], axis=1) + 1
+                lines = [label + " " + " ".join(f"{j}:1" for j in row) for label, row in zip(labels, columns.tolist())]
+            else:
+                X = rng.standard_normal((m, 100)) * 10.0 ** rng.integers(-2, 3, size=(m, 100))
+                digits = rng.integers(6, 9, size=(m, 100)).tolist()
+                lines = [label + " " + " ".join(f"{j}:{v:.{p}g}" for j, (v, p) in enumerate(zip(row, places), 1))
+                         for label, row, places in zip(labels, X.tolist(), digits)]
+            f.write("\n".join(lines) + "\n")
+
+
+#: Bytes a row of each kind takes, about (to size the files).
+_ROW_BYTES = {"sparse": 75, "dense": 1340}
+
+_BEFORE = """
+import json, shutil, sys, tempfile, time
+from pathlib import Path
+import calopt
+from calopt.io.stream import convert, open_stream
+path, what = sys.argv[1], sys.argv[2]
+started = time.perf_counter()
+if what == "pass":
+    rows = sum(part.X.shape[0] for part in open_stream(path).parts())
+else:
+    out = Path(tempfile.mkdtemp()) / "out"
+    rows = convert(open_stream(path), out).n_rows
+    shutil.rmtree(out.parent)
+print(json.dumps({"seconds": time.perf_counter() - started, "rows": rows, "module": calopt.__file__}))
+"""
+
+
+def _before(tree: Path, path: Path, what: str) -> float:
+    """Seconds of the earlier calopt's streamed pass or convert of ``path`` (a subprocess on ``tree``)."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    # run in the tree: ``-c`` puts the working directory first on the path, before PYTHONPATH
+    done = subprocess.run([sys.executable, "-c", _BEFORE, str(path.resolve()), what], env=env, cwd=tree,
+                          capture_output=True, text=True, check=True)
+    if not json.loads(done.stdout)["module"].startswith(str(tree.resolve())):
+        raise RuntimeError(f"the earlier calopt was not the one imported: {done.stdout}")
+    return json.loads(done.stdout)["seconds"]
+
+
+def _libsvm_routes(path: Path, prefix: Path, before: Path | None) -> dict[str, tuple[Path, Callable[[], Any]]]:
+    """The timed routes, by name: (the file timed, the call)."""
+    import gzip
+    import shutil
+
+    from sklearn.datasets import load_svmlight_file
+
+    from calopt.io.files import read_data
+    from calopt.io.stream import convert, open_stream
+
+    def raw(file: Path) -> Callable[[], Any]:
+        def read() -> None:
+            with (gzip.open(file, "rb") if file.suffix == ".gz" else open(file, "rb")) as f:
+                while f.read(32 << 20):
+                    pass
+        return read
+
+    def streamed(file: Path) -> Callable[[], int]:
+        return lambda: sum(part.X.shape[0] for part in open_stream(file).parts())
+
+    def converted(file: Path) -> Callable[[], Any]:
+        def run() -> Any:
+            out = Path(tempfile.mkdtemp(dir=file.parent)) / "out"
+            try:
+                return convert(open_stream(file), out).n_rows
+            finally:
+                shutil.rmtree(out.parent)
+        return run
+
+    gz = path.with_name(path.name + ".gz")
+    routes = {
+        "raw read": (path, raw(path)),
+        "gzip decompression (.gz)": (path, raw(gz)),
+        "calopt streamed pass": (path, streamed(path)),
+        "calopt convert": (path, converted(path)),
+        "calopt read_data": (path, lambda: read_data(path)),
+        "calopt streamed pass (.gz)": (path, streamed(gz)),
+        "prefix: load_svmlight_file": (prefix, lambda: load_svmlight_file(str(prefix))),
+        "prefix: calopt streamed pass": (prefix, streamed(prefix)),
+        "prefix: calopt convert": (prefix, converted(prefix)),
+    }
+    if before is not None:
+        routes["prefix: before, streamed pass"] = (prefix, lambda: _before(before, prefix, "pass"))
+        routes["prefix: before, convert"] = (prefix, lambda: _before(before, prefix, "convert"))
+    return routes
+
+
+def _identical_to_sklearn(prefix: Path) -> bool:
+    """Whether calopt's reading of ``prefix`` (in memory, and streamed) is load_svmlight_file's, bit for bit."""
+    import scipy.sparse as sp
+    from sklearn.datasets import load_svmlight_file
+
+    from calopt.io.files import read_data
+    from calopt.io.stream import _stack, open_stream, survey, widen
+
+    X, y = load_svmlight_file(str(prefix))
+    X = sp.csr_matrix(X)
+    source = open_stream(prefix, chunk_bytes=4 << 20)
+    found = survey(source)
+    streamed = _stack([widen(part.X, found.n_features) for part in source.parts()])
+    same = True
+    for got in (read_data(prefix).X, streamed):
+        got = sp.csr_matrix(got)
+        same &= got.shape == X.shape and bool((got.indptr == X.indptr).all() and (got.indices == X.indices).all()
+                                                and (got.data.view(np.uint64) == X.data.view(np.uint64)).all())
+    return same and bool((read_data(prefix).labels == y).all())
+
+
+def libsvm(megabytes: float, prefix_mb: float, repeat: int, directory: Path, before: Path | None) -> dict[str, Any]:
+    """The LIBSVM figures (see the module docstring): per kind, seconds (best of ``repeat``
+    interleaved rounds) and MB/s of the decompressed text of the file each route read."""
+    import gzip
+    import shutil
+
+    report: dict[str, Any] = {}
+    for kind in ("sparse", "dense"):
+        path, prefix = directory / f"{kind}.svm", directory / f"{kind}-prefix.svm"
+        if not path.exists():
+            write_libsvm(path, int(megabytes * 1e6 / _ROW_BYTES[kind]), kind)
+            with open(path, "rb") as f, gzip.open(path.with_name(path.name + ".gz"), "wb", compresslevel=6) as g:
+                shutil.copyfileobj(f, g, 32 << 20)
+            prefix.unlink(missing_ok=True)
+        if not prefix.exists():
+            with open(path, "rb") as f:
+                head = f.read(int(prefix_mb * 1e6))
+            prefix.write_bytes(head[:head.rfind(b"\n") + 1])
+        routes = _libsvm_routes(path, prefix, before)
+        best = {name: float("inf") for name in routes}
+        for _ in range(repeat):
+            for name, (_, route) in routes.items():
+                started = time.perf_counter()
+                seconds = route()
+                elapsed = time.perf_counter() - started
+                best[name] = min(best[name], seconds if name.startswith("prefix: before") else elapsed)
+        size = {name: file.stat().st_size for name, (file, _) in routes.items()}
+        report[kind] = {"mb": round(path.stat().st_size / 1e6, 1), "prefix_mb": round(prefix.stat().st_size / 1e6, 1),
+                        "gz_mb": round(path.with_name(path.name + ".gz").stat().st_size / 1e6, 1),
+                        "bit_identical_to_load_svmlight_file": _identical_to_sklearn(prefix),
+                        "routes": {name: {"seconds": round(best[name], 3),
+                                          "mb_per_s": round(size[name] / 1e6 / best[name], 1)} for name in routes}}
+    return report
+
+
+def _print_libsvm(report: dict[str, Any]) -> None:
+    for kind, found in report["libsvm"].items():
+        print(f"{kind}: {found['mb']} MB ({found['gz_mb']} MB .gz; prefix {found['prefix_mb']} MB); "
+              f"bit-identical to load_svmlight_file: {found['bit_identical_to_load_svmlight_file']}")
+        print("| route | seconds | MB/s of text |")
+        print("|---|---:|---:|")
+        for name, row in found["routes"].items():
+            print(f"| {name} | {row['seconds']} | {row['mb_per_s']} |")
+
+
 def read_files(args: argparse.Namespace) -> dict[str, Any]:
     """The CSV readers' table."""
     with tempfile.TemporaryDirectory() as directory:
@@ -254,7 +433,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--products-only", action="store_true", help="the products and fits, not the CSV readers")
     parser.add_argument("--fit-repeat", type=int, default=5, help="runs of each fit on each route (best kept)")
     parser.add_argument("--epochs", type=int, default=10, help="passes of the SPADE and STAMP fits")
+    parser.add_argument("--libsvm", type=float, default=None, metavar="MB",
+                        help="time LIBSVM text instead: files of about MB megabytes")
+    parser.add_argument("--prefix-mb", type=float, default=100.0, help="--libsvm: MB the slow references read")
+    parser.add_argument("--before", type=Path, default=None, help="--libsvm: an earlier calopt's source tree")
+    parser.add_argument("--data-dir", type=Path, default=None, help="--libsvm: where the files are kept "
+                        "(reused when present; default: a temporary directory)")
     args = parser.parse_args(argv)
+    if args.libsvm is not None:
+        return libsvm_report(args)
     report: dict[str, Any] = {"machine": describe(), "load_before": os.getloadavg()}
     print(report["machine"], "load", report["load_before"])
     if not args.products_only:
@@ -271,8 +458,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["fits"] = end_to_end(args.fit_repeat, args.epochs)
         report.update(fit_repeat=args.fit_repeat, epochs=args.epochs, load_after=os.getloadavg())
         print("load", report["load_after"])
-    if args.out is not None:
-        args.out.write_text(json.dumps(report, indent=1) + "\n")
+    if args.out is not None:  # the LIBSVM figures of the same file, when there are some, are kept
+        kept = json.loads(args.out.read_text()).get("libsvm") if args.out.exists() else None
+        args.out.write_text(json.dumps({**report, **({"libsvm": kept} if kept else {})}, indent=1) + "\n")
+    return report
+
+
+def libsvm_report(args: argparse.Namespace) -> dict[str, Any]:
+    """``--libsvm``: the LIBSVM text table, kept in ``--out`` beside the file's other figures."""
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = args.data_dir or Path(scratch)
+        directory.mkdir(parents=True, exist_ok=True)
+        report = {"machine": describe(), "cores_usable": len(os.sched_getaffinity(0)),
+                  "load_average_before": os.getloadavg(), "repeat": args.repeat,
+                  "libsvm": libsvm(args.libsvm, args.prefix_mb, args.repeat, directory, args.before),
+                  "load_average_after": os.getloadavg()}
+    _print_libsvm(report)
+    print(f"load average before {report['load_average_before']}, after {report['load_average_after']}")
+    if args.out is not None:  # beside the CSV figures of the same file, when there are some
+        kept = json.loads(args.out.read_text()) if args.out.exists() else {}
+        args.out.write_text(json.dumps({**kept, "libsvm": report}, indent=1) + "\n")
     return report
 
 

@@ -166,7 +166,7 @@ def convert(
     LIBSVM becomes a CSR directory (data.npy, indices.npy zero-based, indptr.npy), CSV
     and Parquet a dense X.npy; labels go to y.npy as read, and calopt-stream.json records
     how the file was read (its index base and width), so a model trained on OUT reads its
-    test files like the original. Read in bounded memory, in two passes; OUT appears
+    test files like the original. Read in bounded memory, in one pass; OUT appears
     only when complete (nothing is left on an error or Ctrl-C).
 
     Example: [bold]calopt convert big.svm.gz big.calopt && calopt train big.calopt --stream[/bold]

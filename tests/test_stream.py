@@ -281,12 +281,14 @@ def test_convert_leaves_nothing_when_interrupted(tmp_path, monkeypatch):
     from calopt.io import stream
 
     calls = []
+    write = stream._ArrayWriter.add
 
-    def interrupted(*args, **kwargs):
+    def interrupted(self, X):  # after the first part is written into the temporary directory
+        write(self, X)
         calls.append(1)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(stream, "_fill", interrupted)
+    monkeypatch.setattr(stream._ArrayWriter, "add", interrupted)
     with pytest.raises(KeyboardInterrupt):
         convert(open_stream(path, chunk_bytes=SMALL), tmp_path / "out")
     assert calls and sorted(p.name for p in tmp_path.iterdir()) == ["d.svm"]

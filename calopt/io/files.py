@@ -1,7 +1,8 @@
 """Data files in, :class:`Dataset` out: the one module that knows file formats.
 
-Reads LIBSVM/svmlight (kept sparse, through scikit-learn's parser), CSV (through pandas'
-C parser) and NPZ files, plain or compressed with bzip2 or gzip. Every problem with an
+Reads LIBSVM/svmlight (kept sparse, in 32 MB blocks through the vectorised parser of
+:mod:`calopt.io.svmtext`, scikit-learn's for lines it does not take: the same values),
+CSV (through pandas' C parser) and NPZ files, plain or compressed with bzip2 or gzip. Every problem with an
 input becomes a one-line :class:`~calopt.errors.DataError` that names the file, the line
 (or column) and what is wrong: the libraries read, and the text is re-scanned line by line
 only when they fail, to say where. Nothing here trains or writes anything. Labels are kept as read (:mod:`calopt.io.labels` encodes them).
@@ -33,6 +34,7 @@ import scipy.sparse as sp
 
 from calopt.errors import DataError, ParameterError, UnknownNameError, one_line
 from calopt.io.rows import FeatureRows
+from calopt.io.svmtext import parse_lines, read_ahead
 
 __all__ = [
     "FORMATS",
@@ -338,8 +340,8 @@ def read_data(
     ``path`` may be ``-`` (stdin) or a pipe: a stream is read once, whole, into memory.
     The format comes from the name without its compression suffix: ``.npz`` (arrays ``X``
     and ``y``), ``.csv``/``.tsv``/``.data`` are CSV; any other name is LIBSVM when its
-    first data line is ``label index:value ...``, else CSV. LIBSVM is read with
-    scikit-learn's parser and kept sparse, CSV with pandas' (:func:`_read_csv`).
+    first data line is ``label index:value ...``, else CSV. LIBSVM is read as scikit-learn's
+    parser reads it (:func:`_read_libsvm`) and kept sparse, CSV with pandas' (:func:`_read_csv`).
     ``options`` are the keywords of :class:`ReadOptions`: ``format``, ``label_column``,
     ``delimiter``, ``header`` and ``zero_based``.
 
@@ -385,12 +387,43 @@ def read_libsvm(path: str | os.PathLike, *, zero_based: bool | str = "auto") -> 
 
 
 def _read_libsvm(found: _Input, zero_based: bool | str = "auto") -> Dataset:
-    """A LIBSVM/svmlight file through scikit-learn's parser; errors located by a re-scan.
+    """A LIBSVM/svmlight file, read in blocks of whole lines (:func:`read_libsvm_block`; the
+    next block read and decompressed while one is parsed), the blocks stacked.
 
     The indices are parsed as written, then the base is applied here: ``"auto"`` is
     zero-based exactly when an index 0 occurs, and an index 0 in a file read as
     one-based is an error (it would be silently dropped, or shift every column).
     """
+    parts = [read_libsvm_block(found, block, line, one_based=zero_based is False)
+             for line, _, block in read_ahead(text_blocks(found, LIBSVM_BLOCK_BYTES))]
+    parts = [part for part in parts if part[0].shape[0]]
+    if not parts:
+        raise DataError(f"{found.source}: no data lines (only blank lines or comments)")
+    width = max(X.shape[1] for X, _, _ in parts)
+    X = parts[0][0] if len(parts) == 1 else sp.vstack([_widened(X, width) for X, _, _ in parts], format="csr")
+    labels = np.concatenate([labels for _, labels, _ in parts])
+    if zero_based == "auto":
+        zero_based = any(has_zero for _, _, has_zero in parts)
+    if not zero_based:
+        X = one_based_columns(X)
+    return Dataset(X, labels, found.source, format="libsvm", zero_based=bool(zero_based), open_width=True)
+
+
+def _widened(X: Any, width: int) -> Any:
+    if X.shape[1] == width:
+        return X
+    X = X.tocsr(copy=True)
+    X.resize((X.shape[0], width))
+    return X
+
+
+#: Text (decompressed) parsed at a time by :func:`_read_libsvm`.
+LIBSVM_BLOCK_BYTES = 32 << 20
+
+
+def _sklearn_libsvm(found: _Input, rescan_zero_based: bool) -> tuple[Any, np.ndarray]:
+    """The lines of ``found`` (a block) through scikit-learn's parser, indices as written; a
+    parse error becomes the error naming the first bad line (:func:`_libsvm_error`)."""
     from sklearn.datasets import load_svmlight_file
 
     try:
@@ -399,20 +432,8 @@ def _read_libsvm(found: _Input, zero_based: bool | str = "auto") -> Dataset:
     except _DECOMPRESSION_ERRORS as exc:
         raise _corrupt(found, exc) from None
     except (ValueError, OverflowError) as exc:
-        raise _libsvm_error(found, zero_based, exc) from None
-    if X.shape[0] == 0:
-        raise DataError(f"{found.source}: no data lines (only blank lines or comments)")
-    if not (np.isfinite(X.data).all() and np.isfinite(labels).all()):
-        raise _libsvm_error(found, zero_based, None, X=X)
-    X = X.tocsr()
-    has_zero = bool(X.nnz) and int(X.indices.min()) == 0
-    if zero_based == "auto":
-        zero_based = has_zero
-    elif not zero_based and has_zero:
-        raise _libsvm_error(found, False, None, X=X)
-    if not zero_based:
-        X = sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], max(X.shape[1] - 1, 0)))
-    return Dataset(X, labels, found.source, format="libsvm", zero_based=bool(zero_based), open_width=True)
+        raise _libsvm_error(found, rescan_zero_based, exc) from None
+    return X.tocsr(), labels
 
 
 def _libsvm_problem(line: bytes, zero_based: bool | str) -> str | None:
@@ -1209,14 +1230,25 @@ def _block(found: _Input, block: bytes, first_line: int) -> _Input:
 def read_libsvm_block(found: _Input, block: bytes, first_line: int, *,
                       one_based: bool = False) -> tuple[Any, np.ndarray, bool]:
     """Lines of a LIBSVM file: (CSR features with the indices as written, labels, whether an
-    index 0 occurs). ``one_based``: an index 0 is the error :func:`read_data` gives, at its line."""
+    index 0 occurs). ``one_based``: an index 0 is the error :func:`read_data` gives, at its line.
+
+    Read by :func:`calopt.io.svmtext.parse_lines` (vectorised) when every line is of the common
+    form, else by scikit-learn's parser: the same values either way, and the same errors."""
     chunk = _block(found, block, first_line)
-    dataset = _read_libsvm(chunk, zero_based=True)
-    X = dataset.X
+    text = block[len(_BOM):] if first_line == 1 and block.startswith(_BOM) else block
+    fast = parse_lines(text)
+    if fast is None:
+        X, labels = _sklearn_libsvm(chunk, rescan_zero_based=not one_based)
+    else:
+        values, indices, indptr, labels = fast
+        width = int(indices.max()) + 1 if indices.size else 1  # scikit-learn's width
+        X = sp.csr_matrix((values, indices, indptr), shape=(labels.size, width))
+    if X.shape[0] and not (np.isfinite(X.data).all() and np.isfinite(labels).all()):
+        raise _libsvm_error(chunk, not one_based, None, X=X)
     has_zero = bool(X.nnz) and int(X.indices.min()) == 0
     if one_based and has_zero:
         raise _libsvm_error(chunk, False, None, X=X)
-    return X, dataset.labels, has_zero
+    return X, labels, has_zero
 
 
 def one_based_columns(X: Any) -> Any:

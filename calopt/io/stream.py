@@ -22,13 +22,13 @@ the scores) are ever held for the whole data; features are O(part + buffer).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ from calopt.io.files import (
     text_blocks,
 )
 from calopt.io.labels import label_values
+from calopt.io.svmtext import read_ahead
 
 __all__ = [
     "BUFFER_ROWS",
@@ -119,8 +120,19 @@ class ChunkSource:
     def read(self, index: int) -> Iterator[Part]:
         raise NotImplementedError
 
+    def read_many(self, order: Iterable[int]) -> Iterator[tuple[int, Part]]:
+        """(unit, part) of ``read(unit)`` for each unit of ``order`` in turn (a source may read ahead)."""
+        for index in order:
+            for part in self.read(index):
+                yield index, part
+
     def settle(self, survey: Survey) -> None:
         """Learn what the first pass found (the index base of a LIBSVM file)."""
+
+    def written_shift(self) -> int:
+        """What to subtract from the column indices of the parts the first pass read (1 for a
+        LIBSVM file found one-based: read as written until then), 0 for any other source."""
+        return 0
 
 
 class _TextSource(ChunkSource):
@@ -133,27 +145,42 @@ class _TextSource(ChunkSource):
 
     def parts(self) -> Iterator[Part]:
         self.spans = []
-        for line, offset, block in text_blocks(self.found, self.chunk_bytes):
-            if not block.strip():
-                continue
-            self.spans.append((line, offset, len(block)))
+
+        def blocks() -> Iterator[tuple[int, bytes]]:
+            for line, offset, block in text_blocks(self.found, self.chunk_bytes):
+                if block.strip():
+                    self.spans.append((line, offset, len(block)))
+                    yield line, block
+
+        for unit, (line, block) in enumerate(read_ahead(blocks())):
             part = self._parse(block, line)
-            part.unit = len(self.spans) - 1
+            part.unit = unit
             yield part
 
     def read(self, index: int) -> Iterator[Part]:
-        line, offset, length = self.spans[index]
-        with open(self.found.path, "rb") as f:
-            f.seek(offset)
-            block = f.read(length)
-        yield self._parse(block, line)
+        for _, part in self.read_many([index]):
+            yield part
+
+    def read_many(self, order: Iterable[int]) -> Iterator[tuple[int, Part]]:
+        """The blocks of ``order`` read at their offsets, the next read while one is parsed."""
+        order = [int(index) for index in order]
+
+        def blocks() -> Iterator[tuple[int, bytes]]:
+            with open(self.found.path, "rb") as f:
+                for index in order:
+                    line, offset, length = self.spans[index]
+                    f.seek(offset)
+                    yield line, f.read(length)
+
+        for index, (line, block) in zip(order, read_ahead(blocks()) if len(order) > 1 else blocks()):
+            yield index, self._parse(block, line)
 
     def _parse(self, block: bytes, line: int) -> Part:
         raise NotImplementedError
 
 
 class _LibsvmSource(_TextSource):
-    """LIBSVM text: each block through :func:`calopt.io.files._read_libsvm` as written
+    """LIBSVM text: each block through :func:`calopt.io.files.read_libsvm_block` as written
     (zero-based), the base applied once the first pass has seen every index."""
 
     format, open_width = "libsvm", True
@@ -167,6 +194,9 @@ class _LibsvmSource(_TextSource):
         if self.zero_based is False:
             X = one_based_columns(X)
         return Part(X, labels, has_zero=has_zero)
+
+    def written_shift(self) -> int:
+        return 1 if self.zero_based is False else 0
 
     def settle(self, survey: Survey) -> None:
         """The index base, and the width, scaling and sample of a one-based file (seen as written)."""
@@ -652,8 +682,10 @@ def _part_max_abs(X: Any, source: str, first_row: int) -> np.ndarray:
     and a NaN or an infinity anywhere shows in them."""
     if X.shape[0] == 0:
         return np.zeros(X.shape[1])
-    if sp.issparse(X):
-        return np.asarray(abs(X).max(axis=0).toarray(), dtype=np.float64).ravel()
+    if sp.issparse(X):  # one unbuffered reduction over the stored values (scipy's max(axis=0) sorts them by column)
+        part_max = np.zeros(X.shape[1])
+        np.maximum.at(part_max, X.indices, np.abs(X.data, dtype=np.float64))
+        return part_max
     high, low = _column_max_min(X)
     part_max = np.maximum(high, -low).astype(np.float64)
     if not np.isfinite(part_max).all():
@@ -741,7 +773,7 @@ class _BottomK:
 
 
 def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
-           progress: Callable[[int, str], None] | None = None) -> Survey:
+           progress: Callable[[int, str], None] | None = None, each: Callable[[Any], None] | None = None) -> Survey:
     """The first pass: counts, width, index base, max-abs scaling and a uniform row sample.
 
     The sample keeps the rows with the ``sample_rows`` smallest seeded random keys
@@ -749,7 +781,8 @@ def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
     row count, :func:`_bottom_index`, else part by part, :class:`_BottomK`; the same rows
     either way); ``Survey.sample_keys`` are their keys, so
     the rows with the m < ``sample_rows`` smallest of them are the bottom-m sample.
-    ``progress(rows, "survey")`` is called after each part.
+    ``progress(rows, "survey")`` is called after each part, ``each(X)`` with the features of
+    each part as read (what :func:`convert` writes as the pass goes).
     """
     rng = np.random.default_rng([seed, 7])
     labels, part_rows, max_abs = [], [], np.zeros(0)
@@ -781,6 +814,8 @@ def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
             raise DataError(f"{source.source}: rows from {n}: labels are text where earlier ones are numbers "
                             f"(or the other way round); a streamed file's labels must be all numbers or all text")
         labels.append(np.asarray(part.labels))
+        if each is not None:
+            each(X)
         if bottom is not None:
             bottom.add(X, rng.random(rows), n)
         elif chosen is not None:
@@ -913,12 +948,13 @@ class StreamReader:
                     yield ready(part.X), start, stop
                 start = stop
             return
-        for index in order:
-            start = int(self.starts[index])
-            for part in self.source.read(int(index)):
-                stop = start + int(part.X.shape[0])
-                yield ready(part.X), start, stop
-                start = stop
+        unit, start = None, 0
+        for index, part in self.source.read_many(order):
+            if index != unit:
+                unit, start = index, int(self.starts[index])
+            stop = start + int(part.X.shape[0])
+            yield ready(part.X), start, stop
+            start = stop
 
     def in_order(self, name: str, prepare: bool = True) -> Iterator[tuple[Any, int, int]]:
         """Every part in file order (a pass of ``name`` for the progress display), scaled, or as
@@ -1056,23 +1092,25 @@ def convert(source: ChunkSource, out: str | os.PathLike, *,
     ``data.npy``, ``indices.npy`` zero-based, ``indptr.npy``) or ``X.npy`` (dense), the
     labels as read in ``y.npy``, and :data:`META` saying how the file was read.
 
-    Two passes: the survey (sizes, width, index base), then the arrays are filled
-    through ``numpy.lib.format.open_memmap``. Everything is written into a temporary
-    directory beside ``out`` and renamed to ``out`` at the end; on any error or
-    interrupt the temporary directory is removed, so ``out`` is either whole or absent.
-    ``out`` must not exist.
+    One pass: the first pass (:func:`survey`: sizes, width, index base) writes each part
+    as it reads it (:class:`_ArrayWriter`), and the arrays' ``.npy`` headers are written
+    for their final shapes at the end; a one-based LIBSVM file's indices, written as read,
+    are then made zero-based in place. A second pass is made only when the first could not
+    write as it read (a dense part wider than the first, an index beyond int32). Everything
+    is written into a temporary directory beside ``out`` and renamed to ``out`` at the end;
+    on any error or interrupt the temporary directory is removed, so ``out`` is either whole
+    or absent. ``out`` must not exist.
     """
     out = Path(out)
     if out.exists() or out.is_symlink():
         raise ParameterError(f"{out}: exists; convert writes a new directory (remove it or name another)")
     if not out.parent.is_dir():
         raise ParameterError(f"{out}: the directory {out.parent} does not exist")
-    found = survey(source, progress=progress)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name[:40]}.", suffix=".tmp", dir=out.parent))
     try:
+        found = _convert_into(source, tmp, progress)
         labels = found.labels if found.labels.dtype.kind != "O" else found.labels.astype(str)
         np.save(tmp / "y.npy", labels, allow_pickle=False)
-        _fill(source, found, tmp, progress)
         meta = {"layout": "csr" if found.sparse else "dense", "format": found.format, "source": found.source,
                 "n_rows": found.n_rows, "n_features": found.n_features, "zero_based": found.zero_based,
                 "open_width": found.open_width, "nnz": found.nnz}
@@ -1090,38 +1128,130 @@ def convert(source: ChunkSource, out: str | os.PathLike, *,
     return found
 
 
-def _fill(source: ChunkSource, found: Survey, directory: Path,
-          progress: Callable[[int, str], None] | None) -> None:
-    """The arrays of ``found``'s layout, written part by part after a ``.npy`` header of their
-    final shape (numpy's own header writer): sequential writes, nothing mapped or held whole."""
-    n, d = found.n_rows, found.n_features
-    if found.sparse:
-        index_type = np.dtype(np.int32 if d < 2**31 else np.int64)
-        shapes = {"data": (np.dtype(np.float64), (found.nnz,)), "indices": (index_type, (found.nnz,)),
-                  "indptr": (np.dtype(np.int64), (n + 1,))}
-    else:
-        shapes = {"X": (np.dtype(np.float64), (n, d))}
-    with contextlib.ExitStack() as opened:
-        files = {name: opened.enter_context(open(directory / f"{name}.npy", "wb")) for name in shapes}
-        for name, (dtype, shape) in shapes.items():
-            np.lib.format.write_array_header_1_0(files[name], {
-                "descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape})
-        if found.sparse:
-            np.zeros(1, dtype=np.int64).tofile(files["indptr"])
-        row, nz = 0, 0
-        for part in source.parts():
-            X = part.X
-            rows = int(X.shape[0])
-            if found.sparse:
-                X = X.tocsr()
-                np.asarray(X.data, dtype=np.float64).tofile(files["data"])
-                np.asarray(X.indices, dtype=index_type).tofile(files["indices"])
-                (np.asarray(X.indptr[1:], dtype=np.int64) + nz).tofile(files["indptr"])
-                nz += int(X.nnz)
-            else:
-                np.ascontiguousarray(widen(X, d), dtype=np.float64).tofile(files["X"])
-            row += rows
-            if progress is not None:
-                progress(row, "convert")
-        if row != n or (found.sparse and nz != found.nnz):
-            raise DataError(f"{found.source}: changed while it was converted ({row} rows, {n} at first)")
+def _convert_into(source: ChunkSource, directory: Path, progress: Callable[[int, str], None] | None) -> Survey:
+    """The arrays of ``source`` written into ``directory`` by the first pass (or, when it could not
+    write as it read, by a second), and the survey."""
+    writer = _ArrayWriter(directory)
+    try:
+        with writer:
+            found = survey(source, progress=progress, each=writer.add)
+    except _Rewrite:
+        for name in _ArrayWriter.NAMES:
+            (directory / f"{name}.npy").unlink(missing_ok=True)
+        found = survey(source, progress=progress)
+        writer = _ArrayWriter(directory, width=found.n_features, wide_indices=found.n_features >= 2**31)
+        with writer:
+            for part in source.parts():
+                writer.add(part.X)
+                if progress is not None:
+                    progress(writer.rows, "convert")
+        if writer.rows != found.n_rows or (found.sparse and writer.nnz != found.nnz):
+            raise DataError(f"{found.source}: changed while it was converted ({writer.rows} rows, "
+                            f"{found.n_rows} at first)")
+        writer.finish(found.n_features, shift=0)
+        return found
+    writer.finish(found.n_features, shift=source.written_shift())
+    return found
+
+
+class _Rewrite(Exception):
+    """The first pass cannot write a part as it reads it: :func:`convert` makes a second pass."""
+
+
+class _ArrayWriter:
+    """The arrays of :func:`convert`'s layout, appended part by part behind ``.npy`` headers
+    (numpy's own writer; their length does not depend on the first axis, so the headers of
+    the final shapes are written over them at the end): CSR ``data``, ``indices`` (int32, or
+    int64 with ``wide_indices``), ``indptr``; or a dense ``X`` of the first part's width
+    (``width``: of that width, narrower parts widened)."""
+
+    NAMES = ("data", "indices", "indptr", "X")
+
+    def __init__(self, directory: Path, *, width: int | None = None, wide_indices: bool = False):
+        self.directory, self.width = directory, width
+        self.index_type = np.dtype(np.int64 if wide_indices else np.int32)
+        self.files: dict[str, Any] = {}
+        self.sparse: bool | None = None
+        self.rows = self.nnz = 0
+        # a part's arrays are written by a thread (file writes release the GIL) while the next is parsed
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="calopt-convert")
+        self.pending: Future | None = None
+
+    def __enter__(self) -> _ArrayWriter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._wait()
+        finally:
+            self.thread.shutdown(wait=True)
+            for handle in self.files.values():
+                handle.close()
+
+    def _wait(self) -> None:
+        """Until the last part is written (its error, a full disk say, raised here)."""
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending.result()
+
+    def _write(self, arrays: dict[str, np.ndarray]) -> None:
+        self._wait()  # at most one part in flight: memory stays one part's
+        self.pending = self.thread.submit(self._write_now, arrays)
+
+    def _write_now(self, arrays: dict[str, np.ndarray]) -> None:
+        for name, array in arrays.items():
+            self.files[name].write(memoryview(np.ascontiguousarray(array)).cast("B"))
+
+    def _open(self, names: tuple[str, ...]) -> None:
+        for name in names:
+            self.files[name] = open(self.directory / f"{name}.npy", "wb")
+            self.files[name].write(b"\0" * _HEADER_BYTES)
+        if "indptr" in names:
+            np.zeros(1, dtype=np.int64).tofile(self.files["indptr"])
+
+    def add(self, X: Any) -> None:
+        """Append the rows of one part (features as the first pass reads them)."""
+        sparse = sp.issparse(X)
+        if self.sparse is None:
+            self.sparse = sparse
+            self._open(("data", "indices", "indptr") if sparse else ("X",))
+            self.width = self.width if self.width is not None or sparse else int(X.shape[1])
+        if sparse != self.sparse:
+            raise _Rewrite
+        if sparse:
+            X = X.tocsr()
+            if X.nnz and int(X.indices.max()) > np.iinfo(self.index_type).max:
+                raise _Rewrite
+            self._write({"data": np.asarray(X.data, dtype=np.float64),
+                         "indices": np.asarray(X.indices, dtype=self.index_type),
+                         "indptr": np.asarray(X.indptr[1:], dtype=np.int64) + self.nnz})
+            self.nnz += int(X.nnz)
+        else:
+            if X.shape[1] > self.width:
+                raise _Rewrite
+            self._write({"X": np.asarray(widen(X, self.width), dtype=np.float64)})
+        self.rows += int(X.shape[0])
+
+    def finish(self, width: int, shift: int) -> None:
+        """The headers of the final shapes; ``shift`` subtracted from every index (a one-based file's).
+        After the ``with`` block: every part written and the files closed."""
+        shapes = {"data": (np.float64, (self.nnz,)), "indices": (self.index_type, (self.nnz,)),
+                  "indptr": (np.int64, (self.rows + 1,)), "X": (np.float64, (self.rows, width))}
+        for name in self.files:
+            dtype, shape = shapes[name]
+            with open(self.directory / f"{name}.npy", "r+b") as f:
+                np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                                                          "fortran_order": False, "shape": shape})
+                if f.tell() != _HEADER_BYTES:
+                    raise RuntimeError(f"a .npy header of {f.tell()} bytes, not {_HEADER_BYTES}")
+        if shift and self.nnz:
+            indices = np.load(self.directory / "indices.npy", mmap_mode="r+")
+            for start in range(0, self.nnz, 1 << 24):
+                indices[start:start + (1 << 24)] -= shift
+            indices.flush()
+            del indices
+
+
+#: The bytes of a ``.npy`` header of version 1.0 for a 1-D or 2-D array (numpy pads it to 128
+#: whatever the first axis, so that the shape can grow in place).
+_HEADER_BYTES = 128
