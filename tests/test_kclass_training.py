@@ -178,3 +178,25 @@ def test_an_interrupted_run_resumes_to_the_same_rule(tmp_path):
     resumed.save(tmp_path / "resumed.npz")
     reference.save(tmp_path / "reference.npz")
     assert (tmp_path / "resumed.npz").read_bytes() == (tmp_path / "reference.npz").read_bytes()
+
+
+def test_the_multinomial_model_is_standardscaler_logisticregression_on_dense_data():
+    """Dense columns with large offsets and unequal spreads: the multinomial model (the argmax, for
+    accuracy) is scikit-learn's StandardScaler + LogisticRegression(C=1) (the same optimum), not the
+    max-abs-scaled fit whose offsets the penalty fights."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(4)
+    n = 3000
+    X = rng.standard_normal((n, 4)) * [300.0, 1.0, 25.0, 0.01] + [2950.0, 0.0, -40.0, 5.0]
+    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    logits = Z @ np.array([[1.5, -1.0, 0.0], [0.0, 1.0, -1.0], [-1.0, 0.0, 1.0], [0.5, 0.5, -1.0]])
+    y = np.array([rng.choice(3, p=np.exp(row) / np.exp(row).sum()) for row in logits])
+    model = calopt.fit(X, y, measure="accuracy")
+    reference = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, tol=1e-8, max_iter=10_000)).fit(X, y)
+    scores = X @ model.coef + model.intercept
+    proba = np.exp(scores - scores.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(proba / proba.sum(axis=1, keepdims=True), reference.predict_proba(X), atol=2e-3)
+    assert np.mean(model.predict(X) == reference.predict(X)) > 0.995

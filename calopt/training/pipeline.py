@@ -662,6 +662,7 @@ def _fit_together(data: Prepared, codes: np.ndarray, classes: tuple[Any, ...], p
     """Every class in one run of an algorithm that declares ``multiclass`` (top-1 in the history),
     then the decision rule for the measure on out-of-fold probabilities (:func:`choose_decision`)."""
     algorithm, resolved, C = plan.components.algorithm, data.backend, len(classes)
+    data, shift, evaluation = _standardized(data, plan, evaluation)
     # until the algorithm's own convergence test stops it, or the fixed default
     default = plan.budget.max_epochs if type(algorithm).converged is not Algorithm.converged else DEFAULT_EPOCHS
     problem = plan.problem(resolved, codes.size, data.X.shape[1], 1.0 / C,
@@ -678,10 +679,36 @@ def _fit_together(data: Prepared, codes: np.ndarray, classes: tuple[Any, ...], p
     rule, decision = choose_decision(data.X, codes, data.weight, trained.w, trained.b,
                                      measure=getattr(plan.measure, "objective", plan.measure),
                                      algorithm=trained.algorithm, seed=plan.seed, randomised=randomised)
-    return plan.model(trained.w / data.scale[:, None], trained.b, classes, report.replace(decision=decision),
+    intercept = trained.b if shift is None else trained.b - shift @ trained.w
+    return plan.model(trained.w / data.scale[:, None], intercept, classes, report.replace(decision=decision),
                       algorithm=trained.algorithm, scale=data.scale, history=trained.result.history,
                       fit_seconds=trained.seconds + time.perf_counter() - deciding, status=trained.result.status,
                       message=trained.result.message, **rule)
+
+
+def _standardized(data: Prepared, plan: FitPlan, evaluation: tuple[Any, Array] | None
+                  ) -> tuple[Prepared, np.ndarray | None, tuple[Any, Array] | None]:
+    """Dense features on NumPy for the multinomial model: centred and divided by their standard
+    deviation (scikit-learn's ``StandardScaler``), not only max-abs scaled; sparse ones (and
+    ``scale=False``) as they are. Returns the data, the shift ``μ/σ`` (in the max-abs units, folded
+    into the intercepts: scores = X·w/(s·σ) + b − (μ/σ)·w) or None, and the evaluation rows alike.
+
+    Why: max-abs scaling keeps a column's offset (a value of 2950 ± 300 becomes 0.98 ± 0.1), which
+    the L2 penalty then fights; on the K-class benchmark's dense sets the multinomial argmax
+    trailed StandardScaler + LogisticRegression by 0.06-0.11 (page_blocks balanced accuracy 0.38
+    against 0.73), and the decision rule starts from those probabilities.
+    """
+    if plan.scale is False or is_sparse(data.X) or plan.components.algorithm.name != "multinomial":
+        return data, None, evaluation
+    xp, backend = data.backend.xp, data.backend
+    spread = to_numpy(xp.std(data.X, axis=0)).astype(np.float64)
+    spread[~(spread > 0) | ~np.isfinite(spread)] = 1.0
+    mean = to_numpy(xp.mean(data.X, axis=0)).astype(np.float64)
+    on_device = backend.asarray(mean), backend.asarray(spread)
+    X = (data.X - on_device[0]) / on_device[1]
+    if evaluation is not None:
+        evaluation = ((evaluation[0] - on_device[0]) / on_device[1], evaluation[1])
+    return dataclasses.replace(data, X=X, scale=data.scale * spread), mean / spread, evaluation
 
 
 def score_spread(scores: np.ndarray, weight: np.ndarray | None = None) -> float:
