@@ -39,7 +39,7 @@ from sklearn.model_selection import (
     cross_val_score,
 )
 from sklearn.pipeline import Pipeline, make_pipeline
-from sklearn.preprocessing import MaxAbsScaler
+from sklearn.preprocessing import MaxAbsScaler, StandardScaler
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.estimator_checks import check_array_api_input, check_classifiers_train, parametrize_with_checks
 from sklearn.utils.metaestimators import available_if
@@ -446,14 +446,15 @@ def test_C_errors(options, message):
 
 def test_predict_proba_is_logistic_regression_s():
     """lbfgs with C fixed and run to convergence is scikit-learn's LogisticRegression on the max-abs scaled
-    features: the same probabilities (before calopt's threshold), two classes and multinomial."""
+    features, and the multinomial model on dense features its LogisticRegression on standardized ones:
+    the same probabilities (before calopt's threshold or decision rule)."""
     X, y = _binary_data()
     estimator = CaloptClassifier(algorithm="lbfgs:tol=1e-10", C=0.5, epochs=300, select="none", random_state=0)
     reference = make_pipeline(MaxAbsScaler(), LogisticRegression(C=0.5, tol=1e-10, max_iter=10_000))
     np.testing.assert_allclose(estimator.fit(X, y).predict_proba(X), reference.fit(X, y).predict_proba(X), atol=1e-6)
     X, y = load_iris(return_X_y=True)
     estimator = CaloptClassifier(algorithm="multinomial:tol=1e-10", C=2.0, epochs=300, random_state=0)
-    reference = make_pipeline(MaxAbsScaler(), LogisticRegression(C=2.0, tol=1e-10, max_iter=10_000))
+    reference = make_pipeline(StandardScaler(), LogisticRegression(C=2.0, tol=1e-10, max_iter=10_000))
     np.testing.assert_allclose(estimator.fit(X, y).predict_proba(X), reference.fit(X, y).predict_proba(X), atol=1e-6)
 
 
