@@ -81,3 +81,21 @@ def test_every_row_trains_when_the_user_says_how(large, options):
 def test_below_the_regime_nothing_changes():
     X, y = _data(2 * sampling.MIN_ROWS - 1)
     assert calopt.fit(X, y, measure="gmean", max_epochs=3).fit_report.subsample is None
+
+
+def test_standardized_scores_map_back_to_the_raw_features():
+    """The model trained on standardized features, expressed on the raw ones (coef w/(s·σ), intercept
+    b − (μ/σ)·w), gives the same scores: plain arithmetic against the transform."""
+    from calopt.backends import get_backend
+    from calopt.training.pipeline import prepare, standardize
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((500, 3)) * [300.0, 1.0, 0.01] + [2950.0, -4.0, 5.0]
+    data, shift, transform = standardize(prepare(X, np.where(rng.random(500) < 0.3, 1.0, -1.0),
+                                                 get_backend("numpy"), True))
+    w, b = rng.standard_normal(3), 0.7
+    np.testing.assert_allclose(np.asarray(data.X) @ w + b, X @ (w / data.scale) + b - shift @ w, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(data.X).mean(axis=0), 0.0, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(data.X).std(axis=0), 1.0, rtol=1e-9)
+    # other rows of the same features (max-abs scaled as the training rows were) get the same transform
+    np.testing.assert_allclose(transform(X[:5] / np.abs(X).max(axis=0)), np.asarray(data.X)[:5], rtol=1e-9)

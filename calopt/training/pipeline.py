@@ -469,7 +469,12 @@ def fit_binary(X: Any, labels: np.ndarray, plan: FitPlan, *, positive: Any = Non
     rule = selection_rule(plan.components.algorithms, plan.select, train_y, int(X.shape[1]))
     data = prepare(train_X, train_y, resolved, plan.scale, weight)
     evaluation = None if eval_set is None else prepare(eval_set[0], eval_labels, resolved, data.scale)
-    model = _fit_binary(data, classes, plan, rule, evaluation, started)
+    shift = None
+    if rows is not None and plan.scale is not False and not is_sparse(data.X):
+        data, shift, transform = standardize(data)
+        if evaluation is not None:
+            evaluation = dataclasses.replace(evaluation, X=transform(evaluation.X), scale=data.scale)
+    model = _fit_binary(data, classes, plan, rule, evaluation, started, shift=shift)
     return model if rows is None else rows.cut(model, X, y_pm, plan.measure, tune=plan.tune_threshold)
 
 
@@ -560,7 +565,7 @@ def _run_options(plan: FitPlan, classes: tuple[Any, ...], problem: Problem, back
 
 
 def _fit_binary(data: Prepared, classes: tuple[Any, Any], plan: FitPlan, rule: Rule, evaluation: Prepared | None,
-                started: float, run: RunControl | None = None) -> LinearModel:
+                started: float, run: RunControl | None = None, shift: np.ndarray | None = None) -> LinearModel:
     """The binary plan on prepared data (labels ±1, classes known) with the selection ``rule``.
 
     ``run`` replaces the plan's run control (one class of a one-vs-rest run, its own).
@@ -581,7 +586,8 @@ def _fit_binary(data: Prepared, classes: tuple[Any, Any], plan: FitPlan, rule: R
                        scale=plan.scale, tune_threshold=plan.tune_threshold,
                        algorithm_params=trained.algorithm.params, select=str(rule), selection=trained.selection,
                        **constrained)
-    return plan.model(trained.w / data.scale, trained.b - trained.threshold, classes, report,
+    intercept = trained.b - trained.threshold - (0.0 if shift is None else float(shift @ trained.w))
+    return plan.model(trained.w / data.scale, intercept, classes, report,
                       algorithm=trained.algorithm, loss=trained.loss, scale=data.scale, threshold=trained.threshold,
                       history=trained.result.history, fit_seconds=trained.seconds, status=trained.result.status,
                       message=message)
@@ -700,15 +706,24 @@ def _standardized(data: Prepared, plan: FitPlan, evaluation: tuple[Any, Array] |
     """
     if plan.scale is False or is_sparse(data.X) or plan.components.algorithm.name != "multinomial":
         return data, None, evaluation
+    data, shift, transform = standardize(data)
+    return data, shift, None if evaluation is None else (transform(evaluation[0]), evaluation[1])
+
+
+def standardize(data: Prepared) -> tuple[Prepared, np.ndarray, Any]:
+    """Dense max-abs-scaled features centred and divided by their standard deviation: the data, the
+    shift μ/σ (scores = X·w/(s·σ) + b − (μ/σ)·w, folded into the intercepts) and the transform
+    for other rows of the same features."""
     xp, backend = data.backend.xp, data.backend
     spread = to_numpy(xp.std(data.X, axis=0)).astype(np.float64)
     spread[~(spread > 0) | ~np.isfinite(spread)] = 1.0
     mean = to_numpy(xp.mean(data.X, axis=0)).astype(np.float64)
     on_device = backend.asarray(mean), backend.asarray(spread)
-    X = (data.X - on_device[0]) / on_device[1]
-    if evaluation is not None:
-        evaluation = ((evaluation[0] - on_device[0]) / on_device[1], evaluation[1])
-    return dataclasses.replace(data, X=X, scale=data.scale * spread), mean / spread, evaluation
+
+    def transform(X: Any) -> Any:
+        return (X - on_device[0]) / on_device[1]
+
+    return dataclasses.replace(data, X=transform(data.X), scale=data.scale * spread), mean / spread, transform
 
 
 def score_spread(scores: np.ndarray, weight: np.ndarray | None = None) -> float:

@@ -8,6 +8,10 @@ from :data:`MIN_ROWS` · 2 rows and at least 2 · :data:`ROWS_PER_FEATURE` rows 
 1. a stratified sample of ``max(MIN_ROWS, ROWS_PER_FEATURE · d)`` rows trains the model
    with the settings selection the data's size calls for (one held-out split, the
    candidates, the passes), as any data set of that size would;
+   Dense features are standardized for it (centred, divided by their standard deviation, as
+   ``StandardScaler``; folded into the model), not only max-abs scaled: a column's offset left
+   in place (covtype's elevation, 2950 ± 300) makes L-BFGS creep for 50-70 passes, standardized
+   it converges in about 12 (300,000 × 54: 2.3-3.3 s → 0.6-1.0 s, test values within 0.0004);
 2. the other rows, which the model never saw, score it once; the threshold is the exact
    best cut of the measure on them (:func:`~calopt.training.threshold.best_cut`): at least
    as many rows as the model trained on, more than the 20% split scikit-learn's
