@@ -130,6 +130,9 @@ def check_outputs(
             if identity is not None and identity == other and identity != exempt.get(option):
                 raise ParameterError(f"{option} {_shown(path)}: is the input file {_shown(source)}; "
                                      "calopt does not write over its inputs")
+            if not output.special and _inside(path, source):
+                raise ParameterError(f"{option} {_shown(path)}: is inside the input directory {_shown(source)}; "
+                                     "calopt does not write over its inputs")
         real = None if output.special else os.path.realpath(path)
         for before in checked.values():
             if before.special or output.special:
@@ -139,6 +142,15 @@ def check_outputs(
                                      "name two different files")
         checked[option] = output
     return checked
+
+
+def _inside(path: str | os.PathLike, source: str) -> bool:
+    """Whether ``path`` lies within ``source`` when ``source`` is a directory (a stream's folder:
+    writing there could replace one of its arrays), links resolved."""
+    if source == "-" or not os.path.isdir(source):
+        return False
+    folder = os.path.realpath(source)
+    return os.path.commonpath([folder, os.path.realpath(path)]) == folder
 
 
 def check_stdin_once(inputs: dict[str, str | os.PathLike | None]) -> None:

@@ -477,3 +477,23 @@ def test_every_algorithm_runs_on_array_api_strict_s_second_device(name):
     on_numpy = calopt.fit(X, y, **options)
     on_device1 = calopt.fit(X, y, **options, backend="array-api-strict", device="device1")
     np.testing.assert_allclose(on_device1.coef, on_numpy.coef, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("option", ["-o", "--plot", "--checkpoint"])
+@pytest.mark.parametrize("through_link", [False, True])
+def test_no_output_lands_inside_the_stream_directory_being_read(tmp_path, option, through_link):
+    """``train DIR --stream -o DIR/data.npy`` would replace the array it reads: refused before any
+    work, every file of the directory byte for byte as it was (through a link to it too)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 3)), np.where(rng.random(60) < 0.5, 1, -1)
+    dump_svmlight_file(X, y, str(tmp_path / "in.svm"))
+    assert runner.invoke(app, ["convert", str(tmp_path / "in.svm"), str(tmp_path / "s")]).exit_code == 0
+    before = {f.name: f.read_bytes() for f in (tmp_path / "s").iterdir()}
+    source = tmp_path / "s"
+    if through_link:
+        (tmp_path / "link").symlink_to(source, target_is_directory=True)
+        source = tmp_path / "link"
+    target = tmp_path / "s" / ("data.npy" if option == "-o" else "new.png" if option == "--plot" else "c.npz")
+    result = runner.invoke(app, ["train", str(source), "--stream", "-m", "f1", option, str(target)])
+    assert result.exit_code == 2 and "inside the input directory" in result.output
+    assert {f.name: f.read_bytes() for f in (tmp_path / "s").iterdir()} == before
