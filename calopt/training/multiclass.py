@@ -31,6 +31,7 @@ from calopt.measures import Measure
 from calopt.models.report import DecisionReport
 from calopt.models.rule import softmax
 from calopt.training.decision import ITERATIONS, choose_rule
+from calopt.training.selection import stratified_folds
 
 __all__ = ["FOLDS", "FOLD_PASSES", "choose_decision", "out_of_fold_proba", "skip_reason"]
 
@@ -56,16 +57,8 @@ def skip_reason(measure: Measure, algorithm: Any, n_classes: int) -> str | None:
 
 def _folds(codes: np.ndarray, seed: int) -> np.ndarray | None:
     """The fold of each row, stratified by class (None: a class has fewer than two rows)."""
-    from sklearn.model_selection import StratifiedKFold
-
     k = min(FOLDS, int(np.bincount(codes).min()))
-    if k < 2:
-        return None
-    fold = np.empty(codes.size, dtype=np.int64)
-    for f, (_, held) in enumerate(StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(codes.size),
-                                                                                          codes)):
-        fold[held] = f
-    return fold
+    return None if k < 2 else stratified_folds(codes, k, seed)
 
 
 def _objective(X: Any, onehot: np.ndarray, weight: np.ndarray, C: float) -> Any:

@@ -723,7 +723,10 @@ def standardize(data: Prepared) -> tuple[Prepared, np.ndarray, Any]:
     def transform(X: Any) -> Any:
         return (X - on_device[0]) / on_device[1]
 
-    return dataclasses.replace(data, X=transform(data.X), scale=data.scale * spread), mean / spread, transform
+    X = data.X  # prepare's own scaled copy (scaling is on): centred in place, no second copy of the rows
+    X -= on_device[0]
+    X /= on_device[1]
+    return dataclasses.replace(data, X=X, scale=data.scale * spread), mean / spread, transform
 
 
 def score_spread(scores: np.ndarray, weight: np.ndarray | None = None) -> float:

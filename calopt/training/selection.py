@@ -65,7 +65,8 @@ from calopt.training.threshold import best_cut, best_threshold, positive_share, 
 __all__ = ["BOOTSTRAP", "CONFIDENCE", "CV_MINORITY", "CV_ROWS", "FOLDS", "HOLDOUT", "MAX_EPOCHS", "PATIENCE", "TRIAL_ROWS", "Arm",
            "Candidate", "Rule", "Selection", "SelectionState", "Selector", "best_candidate", "choose_settings",
            "fold_weights",
-           "foldable", "folds_of", "load_fold_splitter", "given_parameters", "grid_of", "parse_rule", "resolve_rule", "stratified_split",
+           "foldable", "folds_of", "load_fold_splitter", "given_parameters", "grid_of", "parse_rule", "resolve_rule", "stratified_folds",
+           "stratified_split",
            "take_rows", "trial_scores", "win_probability"]
 
 Array = Any
@@ -215,12 +216,18 @@ def folds_of(y: np.ndarray, rule: Rule, seed: int) -> np.ndarray:
         fold = np.full(y.size, -1)
         fold[held] = 0
         return fold
+    return stratified_folds(y > 0, rule.folds, seed)
+
+
+def stratified_folds(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """The fold (0..k−1) of each row, ``k`` folds stratified by ``labels`` (scikit-learn's
+    shuffled ``StratifiedKFold``): the binary selection's and the K-class rule's cross-fitting."""
     from sklearn.model_selection import StratifiedKFold
 
-    fold = np.empty(y.size, dtype=np.int64)
-    for k, (_, validation) in enumerate(StratifiedKFold(rule.folds, shuffle=True, random_state=seed).split(
-            np.zeros(y.size), y > 0)):
-        fold[validation] = k
+    fold = np.empty(labels.size, dtype=np.int64)
+    for f, (_, held) in enumerate(StratifiedKFold(k, shuffle=True, random_state=seed).split(
+            np.zeros(labels.size), labels)):
+        fold[held] = f
     return fold
 
 
