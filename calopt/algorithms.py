@@ -366,6 +366,11 @@ class Algorithm(Component):
     #: sums over the features. False (the default, and mirror descent's 2d + 2 predictors, SLND's
     #: d-sized sample): it trains at the full width.
     absent_columns_inert: ClassVar[bool] = False
+    #: The algorithm sees the features only through the scores Xw and inner products of vectors
+    #: in the span of the training rows (an L2 penalty, no per-coordinate step or projection),
+    #: so wide data can be trained in that span (:mod:`calopt.training.rowspace`): the same models
+    #: up to rounding and a convergence test on other coordinates.
+    rotation_invariant: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, problem: Problem) -> NamedTuple:

@@ -50,6 +50,7 @@ from calopt.training.checkpoint import Checkpoint, data_fingerprint, run_resumab
 from calopt.training.loop import NONFINITE, EpochRecord, LoopResult
 from calopt.training.multiclass import choose_decision, skip_reason
 from calopt.training.plan import DEFAULT_EPOCHS, FitPlan, RunControl, default_batch_size
+from calopt.training.rowspace import RowSpace
 from calopt.training.sampling import RowSample, sample_size
 from calopt.training.selection import (
     CV_ROWS,
@@ -474,8 +475,26 @@ def fit_binary(X: Any, labels: np.ndarray, plan: FitPlan, *, positive: Any = Non
         data, shift, transform = standardize(data)
         if evaluation is not None:
             evaluation = dataclasses.replace(evaluation, X=transform(evaluation.X), scale=data.scale)
+    space = RowSpace.of(data.X, plan.components.algorithms, data.backend, _models(plan, rule))
+    if space is not None:  # wide rows: trained in their span, the model mapped back to the columns
+        columns_scale, unit = data.scale, np.ones(space.features.shape[1])
+        data = dataclasses.replace(data, X=resolved.asarray(space.features), scale=unit)
+        if evaluation is not None:
+            evaluation = dataclasses.replace(evaluation, X=resolved.asarray(space.coordinates(evaluation.X)),
+                                             scale=unit)
+        return space.expand(_fit_binary(data, classes, plan, rule, evaluation, started), columns_scale)
     model = _fit_binary(data, classes, plan, rule, evaluation, started, shift=shift)
     return model if rows is None else rows.cut(model, X, y_pm, plan.measure, tune=plan.tune_threshold)
+
+
+def _models(plan: FitPlan, rule: Rule) -> int:
+    """How many models a binary run of the plan trains at once: each candidate setting's fold
+    models and refit one under a selection, else one."""
+    if rule.kind == "none":
+        return 1
+    per_setting = (rule.folds if rule.kind == "cv" else 1) + 1
+    return per_setting * sum(len(grid_of(candidate, plan.components.fixed))
+                             for candidate, _ in plan.components.candidates)
 
 
 def _row_sample(X: Any, y_pm: np.ndarray, plan: FitPlan, weight: np.ndarray | None) -> RowSample | None:

@@ -70,6 +70,7 @@ class Lbfgs(Algorithm):
     stackable: ClassVar[bool] = True
     full_batch: ClassVar[bool] = True
     absent_columns_inert: ClassVar[bool] = True
+    rotation_invariant: ClassVar[bool] = True
     additive: ClassVar[bool] = True  #: a pass adds f and ∇f at the trial point; end_epoch steps
     tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("C", (0.1, 1.0, 10.0), trial=False),)
 
