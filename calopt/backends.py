@@ -59,6 +59,21 @@ def row_dot(a: Any, c: Any, xp: Any) -> Any:
     return xp.vecdot(a, c, axis=-1)
 
 
+def shift_in(memory: Any, new: Any, xp: Any) -> Any:
+    """``memory`` (slots on the first axis, oldest first) with its oldest slot dropped and ``new``
+    appended: the array API's ``concat([memory[1:], new[None]])``.
+
+    On NumPy the slots move within ``memory`` itself (the caller gives up the old contents): no
+    new array a pass, so no fresh pages to fault in (L-BFGS's (10, 18, d) memories at d = 100,000
+    are 144 MB each), and the same values at the same places as the ``concat``.
+    """
+    if is_numpy(xp):
+        memory[:-1] = memory[1:]
+        memory[-1] = new
+        return memory
+    return xp.concat([memory[1:, ...], new[None, ...]], axis=0)
+
+
 #: The optional array libraries: backend name → (module, what to install when it is missing).
 _OPTIONAL = {
     "array-api-strict": ("array_api_strict", "the array-api-strict package: pip install array-api-strict"),

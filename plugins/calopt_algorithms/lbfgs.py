@@ -26,7 +26,7 @@ import math
 from typing import Any, ClassVar, NamedTuple
 
 from calopt.algorithms import Algorithm, Batch, Problem, Tunable, column
-from calopt.backends import row_dot
+from calopt.backends import row_dot, shift_in
 from calopt.errors import ParameterError
 
 Array = Any
@@ -107,9 +107,9 @@ class Lbfgs(Algorithm):
         """The state at (w, b) = 0 before the first pass (f = inf, an empty memory); ``zero`` is
         a per-model 0."""
         z = self._flat(w, b, problem.xp)
-        history = problem.zeros(self.memory, *z.shape)
         inf = problem.xp.full_like(zero, math.inf)
-        return LbfgsState(w, b, zero, w, b, z, inf, z, z, zero, history, history,
+        return LbfgsState(w, b, zero, w, b, z, inf, z, z, zero, problem.zeros(self.memory, *z.shape),
+                          problem.zeros(self.memory, *z.shape),
                           problem.zeros(self.memory, *zero.shape), 0, inf, *(problem.scalar(0.0),) * 4)
 
     def update(self, state: LbfgsState, batch: Batch, problem: Problem) -> LbfgsState:
@@ -146,9 +146,11 @@ class Lbfgs(Algorithm):
         # (per-model scalars [..., None] meet z's last axis, the parameters); when every model
         # remembers (most passes: one host read a pass, as converged() makes), no masking copy
         every = bool(xp.all(remember))
-        s_mem, y_mem = (rolled if every else xp.where(remember[..., None], rolled, old)
-                        for old, rolled in ((state.s, xp.concat([state.s[1:, ...], s_new[None, ...]], axis=0)),
-                                            (state.y, xp.concat([state.y[1:, ...], y_new[None, ...]], axis=0))))
+        if every:  # the memory itself shifts (in place on NumPy: this state's arrays are not read again)
+            s_mem, y_mem = shift_in(state.s, s_new, xp), shift_in(state.y, y_new, xp)
+        else:
+            s_mem, y_mem = (xp.where(remember[..., None], xp.concat([old[1:, ...], new[None, ...]], axis=0), old)
+                            for old, new in ((state.s, s_new), (state.y, y_new)))
         rho = xp.where(remember, xp.concat([state.rho[1:, ...], new_rho[None, ...]], axis=0), state.rho)
         # the accepted iterate, its gradient and the direction from it
         x = xp.where(accept[..., None], z, state.x)
