@@ -91,3 +91,29 @@ def test_the_default_selection_chooses_as_over_the_columns(monkeypatch):
     np.testing.assert_allclose(wide.coef, columns.coef, rtol=1e-7, atol=1e-10)
     assert np.mean(wide.predict(X_test) == columns.predict(X_test)) > 0.99
     assert [round(h["validation"], 9) for h in wide.history] == [round(h["validation"], 9) for h in columns.history]
+
+
+def _classes(X, seed: int = 0, K: int = 4):
+    rng = np.random.default_rng(seed)
+    W = np.zeros((X.shape[1], K))
+    W[:40] = rng.standard_normal((40, K)) * 3
+    scores = np.asarray(X @ W) + rng.gumbel(size=(X.shape[0], K))
+    return np.argmax(scores, axis=1)
+
+
+@pytest.mark.parametrize("dense", [False, True])  # dense: standardized, the shift folded into the intercepts
+def test_multinomial_in_row_space_is_the_columns_model(monkeypatch, dense):
+    X, _ = _wide(n=150, d=1_000 if dense else 3_000, density=0.03, seed=5)
+    y = _classes(X, seed=6)
+    X = X.toarray() + 1.0 if dense else X  # dense columns with an offset: the standardization moves them
+    assert RowSpace.of(X, [Lbfgs()], NUMPY, models=4) is not None
+    options = dict(measure="gmean", algorithm="multinomial:tol=1e-10", epochs=300)
+    wide = calopt.fit(X, y, **options)
+    assert wide.coef.shape == (X.shape[1], 4)
+    _columns_only(monkeypatch)
+    columns = calopt.fit(X, y, **options)
+    scale = np.abs(columns.coef).max()
+    np.testing.assert_allclose(wide.coef, columns.coef, rtol=0, atol=1e-6 * scale)
+    np.testing.assert_allclose(wide.intercept, columns.intercept, rtol=0, atol=1e-6 * max(1.0, scale))
+    np.testing.assert_allclose(wide.decision_function(X), columns.decision_function(X), rtol=0, atol=1e-5)
+    assert np.array_equal(wide.predict(X), columns.predict(X))

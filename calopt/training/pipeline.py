@@ -685,9 +685,30 @@ def _fit_together(data: Prepared, codes: np.ndarray, classes: tuple[Any, ...], p
                   evaluation: tuple[Any, Array] | None, options: dict[str, Any], started: float,
                   randomised: bool = False) -> MulticlassModel:
     """Every class in one run of an algorithm that declares ``multiclass`` (top-1 in the history),
-    then the decision rule for the measure on out-of-fold probabilities (:func:`choose_decision`)."""
-    algorithm, resolved, C = plan.components.algorithm, data.backend, len(classes)
+    then the decision rule for the measure on out-of-fold probabilities (:func:`choose_decision`):
+    on the features standardized where dense (:func:`_standardized`), in the span of the rows
+    where they are wide (:mod:`calopt.training.rowspace`)."""
     data, shift, evaluation = _standardized(data, plan, evaluation)
+    space = RowSpace.of(data.X, [plan.components.algorithm], data.backend, models=len(classes))  # a class a model
+    if space is None:
+        return _train_together(data, codes, classes, plan, evaluation, options, started, randomised, shift)
+    columns_scale, resolved = data.scale, data.backend
+    data = dataclasses.replace(data, X=resolved.asarray(space.features), scale=np.ones(space.features.shape[1]))
+    if evaluation is not None:
+        evaluation = (resolved.asarray(space.coordinates(evaluation[0])), evaluation[1])
+    model = space.expand(_train_together(data, codes, classes, plan, evaluation, options, started, randomised,
+                                         None), columns_scale)
+    if shift is None:
+        return model
+    weights = model.coef * columns_scale[:, None]  # the weights of the standardized columns, X'BU
+    return dataclasses.replace(model, intercept=model.intercept - shift @ weights)
+
+
+def _train_together(data: Prepared, codes: np.ndarray, classes: tuple[Any, ...], plan: FitPlan,
+                    evaluation: tuple[Any, Array] | None, options: dict[str, Any], started: float,
+                    randomised: bool, shift: np.ndarray | None) -> MulticlassModel:
+    """:func:`_fit_together` on its prepared features."""
+    algorithm, resolved, C = plan.components.algorithm, data.backend, len(classes)
     # until the algorithm's own convergence test stops it, or the fixed default
     default = plan.budget.max_epochs if type(algorithm).converged is not Algorithm.converged else DEFAULT_EPOCHS
     problem = plan.problem(resolved, codes.size, data.X.shape[1], 1.0 / C,

@@ -94,11 +94,11 @@ class RowSpace:
         return scipy.linalg.solve_triangular(self.factor, cross.T, lower=True).T
 
     def weights(self, u: np.ndarray) -> np.ndarray:
-        """w = X'Bu (d,) for coordinates u (r,)."""
-        return np.asarray(self.X[self.pivots].T @ scipy.linalg.solve_triangular(self.factor, u, lower=True,
-                                                                                trans="T")).ravel()
+        """w = X'Bu, (d,) for coordinates u (r,), or (d, C) for (r, C): a column a class."""
+        w = self.X[self.pivots].T @ scipy.linalg.solve_triangular(self.factor, u, lower=True, trans="T")
+        return np.asarray(w).reshape((self.X.shape[1], *u.shape[1:]))
 
     def expand(self, model: Model, scale: np.ndarray) -> Model:
         """``model`` (trained on Φ, unscaled) in the columns of X: coef X'Bu / ``scale``, X's scale."""
-        return dataclasses.replace(model, coef=self.weights(np.asarray(model.coef, dtype=np.float64)) / scale,
-                                   scale=scale)
+        coef = self.weights(np.asarray(model.coef, dtype=np.float64))
+        return dataclasses.replace(model, coef=coef / scale.reshape((-1,) + (1,) * (coef.ndim - 1)), scale=scale)
