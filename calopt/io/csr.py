@@ -1,18 +1,20 @@
-"""Mini-batches of a CSR matrix that multiply vectors without scipy's per-call overhead.
+"""Mini-batches of a CSR matrix that multiply vectors without building a scipy matrix per batch.
 
-A solver's mini-batch update on sparse data is two products, ``X @ w`` and
-``X.T @ c`` with NumPy vectors. Through a ``scipy.sparse`` matrix built for the batch
-each costs far more than its arithmetic on a batch of a few thousand nonzeros (a9a, 325
-rows: building the matrix 16 µs, ``X @ w`` 6.5 µs, ``X.T @ c`` 21 µs, ``X.T`` building a
-CSC matrix again), because of format checks and dispatch. :class:`CsrRows` holds the rows
-as slices of the index arrays, never copied or validated, and runs those two products
-with the C++ loops scipy itself ends in (``csr_matvec``, ``csc_matvec``: 3.8 and 4.0 µs
-there), imported from the private ``scipy.sparse._sparsetools``. Where they cannot be
-imported, the same loops run through public scipy arrays that are not constructed (a
-copy of an empty CSR or CSC array of the batch's shape, its ``data``, ``indices`` and
-``indptr`` set to the batch's arrays: :func:`_view`), so the models are the same bit for
-bit; that route costs scipy's dispatch and the two views, about 10 µs more a batch: the
-same full-batch fits, mini-batch SPADE and STAMP on a9a 13-19% slower (BENCHMARKS.md, "Sparse batches").
+A solver's mini-batch update on sparse data is two products, ``X @ w`` and ``X.T @ c`` with
+NumPy vectors. Through a ``scipy.sparse`` matrix built for the batch each costs far more than
+its arithmetic on a batch of a few thousand nonzeros (a9a, 325 rows: building the matrix
+16 µs, ``X.T`` building a CSC matrix again), because of the constructor's checks.
+:class:`CsrRows` holds the rows as slices of the reader's arrays, never copied or validated,
+and multiplies through two scipy matrices per thread and batch shape (a ``csr_matrix``, and a
+``csc_matrix`` for the transpose), made once by the public constructor: each product sets their
+public ``data``, ``indices`` and ``indptr`` to the batch's arrays, multiplies with scipy's own
+product and clears them. The sums are scipy's C++ loops' (``csr_matvec(s)``,
+``csc_matvec(s)``), so the models are the same bit for bit as through any scipy matrix of the
+same rows. Only public scipy is used (issue 24): no private module, no instance built without
+the constructor. Against calling those loops directly (the private
+``scipy.sparse._sparsetools``, calopt's route before), scipy's dispatch costs about 1-2 µs a
+product idle, more in a solver's loop: mini-batch SPADE and STAMP on a9a 2-10% slower, full-batch
+fits as fast or faster (BENCHMARKS.md, "Sparse batches").
 Every other use, whatever the operand, method or attribute, goes to an ordinary scipy CSR
 matrix of the same rows, built once on first use, so code written for scipy.sparse keeps
 working; :func:`calopt.backends.is_sparse` is true for it (``scipy.sparse.issparse`` is not).
@@ -37,37 +39,41 @@ def fast_products(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray) -> 
     return indices.dtype == indptr.dtype and indices.dtype.kind == "i" and data.dtype.kind == "f"
 
 
-#: Each thread's scipy arrays that run the products, by batch shape: (csr_array, csc_array).
+#: Each thread's scipy matrices that run the products, by batch shape: (csr_matrix, csc_matrix).
 _local = threading.local()
 #: Batch shapes kept per thread (a reader's epoch has at most two: its batches and the last one).
 SHAPES_KEPT = 8
 
 
 def _operators(shape: tuple[int, int]) -> tuple[Any, Any]:
-    """This thread's empty ``csr_array`` of ``shape`` and ``csc_array`` of its transpose, made by
-    the public constructor once and reused by every product of a batch of that shape. Kept per
-    thread, so two threads never multiply through the same one."""
-    try:
-        kept = _local.operators
-    except AttributeError:
+    """This thread's empty ``csr_matrix`` of ``shape`` and ``csc_matrix`` of its transpose, made by
+    the public constructor on first use and reused by every product of a batch of that shape. Kept
+    per thread, so two threads never multiply through the same one."""
+    kept = getattr(_local, "operators", None)
+    if kept is None:
         kept = _local.operators = {}
-    pair = kept.get(shape)
-    if pair is None:
-        if len(kept) >= SHAPES_KEPT:
-            kept.clear()
-        pair = kept[shape] = (scipy.sparse.csr_array(shape), scipy.sparse.csc_array(shape[::-1]))
+    if len(kept) >= SHAPES_KEPT:
+        kept.clear()
+    pair = kept[shape] = (scipy.sparse.csr_matrix(shape), scipy.sparse.csc_matrix(shape[::-1]))
     return pair
 
 
 def _product(rows: CsrRows, transposed: bool, other: np.ndarray) -> Any:
     """``rows @ other`` (``rows.T @ other`` when ``transposed``) for a 1-D or 2-D NumPy array: scipy's
-    own ``@`` on this thread's array of the batch's shape, its public ``data``, ``indices`` and
+    product on this thread's matrix of the batch's shape, its public ``data``, ``indices`` and
     ``indptr`` set to the batch's arrays for the product and cleared after it (so it holds no
-    reader's arrays between products)."""
-    matrix = _operators(rows.shape)[transposed]
-    matrix.data, matrix.indices, matrix.indptr = rows._arrays()
+    reader's arrays between products). A scipy matrix's ``*`` is its matrix product, the same
+    call as ``@`` without the scalar check ``@`` makes first (1.3 µs less a product)."""
     try:
-        return matrix @ other
+        matrix = _local.operators[rows.shape][transposed]
+    except (AttributeError, KeyError):
+        matrix = _operators(rows.shape)[transposed]
+    arrays = rows._batch
+    if arrays is None:
+        arrays = rows._arrays()
+    matrix.data, matrix.indices, matrix.indptr = arrays
+    try:
+        return matrix * other
     finally:
         matrix.data = matrix.indices = matrix.indptr = None
 
@@ -85,11 +91,13 @@ class CsrRows:
     __slots__ = ("data", "indices", "indptr", "shape", "_matrix", "_batch")
     ndim = 2
 
-    def __init__(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, n_features: int):
+    def __init__(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, n_features: int, *,
+                 own: bool = False):
         self.data, self.indices, self.indptr = data, indices, indptr
         self.shape = (len(indptr) - 1, int(n_features))
         self._matrix: Any = None
-        self._batch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        # own: the arrays are the batch's alone (indptr from 0 to len(data)), as the reader makes them
+        self._batch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = (data, indices, indptr) if own else None
 
     @property
     def dtype(self) -> np.dtype:
