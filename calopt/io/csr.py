@@ -13,7 +13,7 @@ product and clears them. The sums are scipy's C++ loops' (``csr_matvec(s)``,
 same rows. Only public scipy is used (issue 24): no private module, no instance built without
 the constructor. Against calling those loops directly (the private
 ``scipy.sparse._sparsetools``, calopt's route before), scipy's dispatch costs about 1-2 µs a
-product idle, more in a solver's loop: mini-batch SPADE and STAMP on a9a 2-10% slower, full-batch
+product idle, more in a solver's loop: mini-batch SPADE and STAMP on a9a 3-8% slower, full-batch
 fits as fast or faster (BENCHMARKS.md, "Sparse batches").
 Every other use, whatever the operand, method or attribute, goes to an ordinary scipy CSR
 matrix of the same rows, built once on first use, so code written for scipy.sparse keeps
