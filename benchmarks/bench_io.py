@@ -14,19 +14,19 @@ Prints a table of seconds and MB/s (the file's bytes over the best time) and wri
 ``--out`` as JSON.
 
 ``--products`` also times the two products of a sparse mini-batch (a9a's shape: 325 rows of
-123 columns, 11% nonzero) four ways: SciPy's C++ loops called directly (the private
-``scipy.sparse._sparsetools`` that :mod:`calopt.io.csr` uses), :class:`calopt.io.csr.CsrRows`
-on its public route (the same loops through public ``csr_array``/``csc_array`` views of the
-batch, made without the constructor: what calopt runs where the private loops cannot be
-imported), the public ``scipy.sparse`` route (a CSR matrix built on the batch's arrays, then
-``@``), and NumPy's ``bincount`` over precomputed row numbers (public, the same sums in the
-same order); microseconds per batch. Then, end to end, ``calopt.fit`` on the embedded a9a and
-ijcnn1 training sets (sparse as read, dense, a9a also with int64 index arrays as
+123 columns, 11% nonzero): SciPy's C++ loops called directly (the private
+``scipy.sparse._sparsetools``, which calopt no longer imports: the reference),
+:class:`calopt.io.csr.CsrRows` as calopt runs it (scipy's public ``@`` on reused public arrays),
+``CsrRows`` with the private loops patched in (the route calopt had before issue 24), the public
+``scipy.sparse`` route (a CSR matrix built on the batch's arrays, then ``@``), and NumPy's
+``bincount`` over precomputed row numbers (public, the same sums in the same order; float64
+only); microseconds per batch. Then, end to end, ``calopt.fit`` on the embedded a9a and ijcnn1
+training sets (sparse as read, dense, a9a also with int64 index arrays as
 ``load_svmlight_file`` reads them): the default fit, and SPADE (G-mean) and STAMP (F1) for
-``--epochs`` passes without selection, with the private loops and on the public route
-(``calopt.io.csr.csr_matvec`` and ``calopt.io.batches.csr_row_index`` set to None),
-interleaved in one process, best of ``--fit-repeat``: wall and CPU seconds, their ratios, and
-whether the two models are equal bit for bit. ``--products-only`` skips the CSV readers.
+``--epochs`` passes without selection, with the private loops patched into calopt (products and
+the epoch's row gather, :mod:`private_loops`) and as calopt is, interleaved in one process, best
+of ``--fit-repeat``: wall and CPU seconds, their ratios, and whether the two models are equal bit
+for bit. ``--products-only`` skips the CSV readers.
 
 ``--libsvm MB`` times LIBSVM text instead (issue 25): two seeded files of about MB megabytes
 each, a9a-like sparse (14 of 123 features, values 1) and dense (100 features, normal values times
@@ -61,6 +61,7 @@ from typing import Any, Callable
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+import private_loops  # noqa: E402
 from machine import describe  # noqa: E402
 
 
@@ -140,47 +141,37 @@ def products(repeat: int = 5, number: int = 2000) -> dict[str, float]:
         return (np.bincount(rows, weights=data * w.take(indices), minlength=B),
                 np.bincount(indices, weights=data * c.take(rows), minlength=123))
 
-    def views() -> tuple[np.ndarray, np.ndarray]:
-        rows = CsrRows(X.data, X.indices, indptr, 123)
-        return rows @ w, rows.T @ c
+    def rows() -> tuple[np.ndarray, np.ndarray]:  # as the reader serves a batch: its own slices
+        batch = CsrRows(X.data[first:last], X.indices[first:last], indptr - first, 123, own=True)
+        return batch @ w, batch.T @ c
 
-    routes = {"calopt CsrRows, private loops (calopt's route)": views,
-              "calopt CsrRows, public route (views, no constructor)": _on_public_route(views),
+    def kernels() -> tuple[np.ndarray, np.ndarray]:
+        Xw, Xc = np.zeros(B), np.zeros(123)
+        private_loops.csr_matvec(B, 123, indptr, X.indices, X.data, w, Xw)
+        private_loops.csc_matvec(123, B, indptr, X.indices, X.data, c, Xc)
+        return Xw, Xc
+
+    routes = {"scipy _sparsetools kernels (private, reference)": kernels,
+              "calopt CsrRows (public scipy arrays, calopt's route)": rows,
+              "calopt CsrRows with the private loops patched in (before issue 24)": _on_private_loops(rows),
               "scipy.sparse (public): build + X @ w + X.T @ c": public,
               "numpy.bincount (public)": bincount}
-    try:
-        from scipy.sparse._sparsetools import csc_matvec, csr_matvec
-    except ImportError:
-        pass
-    else:
-        def kernels() -> tuple[np.ndarray, np.ndarray]:
-            Xw, Xc = np.zeros(B), np.zeros(123)
-            csr_matvec(B, 123, indptr, X.indices, X.data, w, Xw)
-            csc_matvec(123, B, indptr, X.indices, X.data, c, Xc)
-            return Xw, Xc
-
-        routes = {"scipy _sparsetools kernels (private)": kernels, **routes}
     expected = public()
-    timed = {}
     for name, route in routes.items():
         got = route()
         assert all((a.view(np.uint64) == b.view(np.uint64)).all() for a, b in zip(got, expected)), name
-        timed[name] = round(min(timeit.repeat(route, number=number, repeat=repeat)) / number * 1e6, 1)
-    return timed
+    best = dict.fromkeys(routes, float("inf"))
+    for _ in range(repeat):  # the routes in turn, so that a change of load reaches them all
+        for name, route in routes.items():
+            best[name] = min(best[name], timeit.timeit(route, number=number) / number)
+    return {name: round(seconds * 1e6, 1) for name, seconds in best.items()}
 
 
-def _on_public_route(function: Callable[[], Any]) -> Callable[[], Any]:
-    """``function`` run with calopt's public route: scipy's private loops hidden from calopt.io."""
-    import calopt.io.batches
-    import calopt.io.csr
-
+def _on_private_loops(function: Callable[[], Any]) -> Callable[[], Any]:
+    """``function`` run with scipy's private loops patched into calopt.io (the reference)."""
     def run() -> Any:
-        saved = calopt.io.csr.csr_matvec, calopt.io.batches.csr_row_index
-        calopt.io.csr.csr_matvec = calopt.io.batches.csr_row_index = None
-        try:
+        with private_loops.patched():
             return function()
-        finally:
-            calopt.io.csr.csr_matvec, calopt.io.batches.csr_row_index = saved
 
     return run
 
@@ -207,8 +198,9 @@ def fit_cases(epochs: int) -> dict[str, tuple[Any, np.ndarray, dict[str, Any]]]:
 
 
 def end_to_end(repeat: int, epochs: int) -> dict[str, dict[str, Any]]:
-    """Per case: best wall and CPU seconds of the private loops and of the public route, run
-    alternately (ABBA) in this process, their ratios, and whether the models are bit-identical."""
+    """Per case: best wall and CPU seconds with the private loops patched in and of calopt as it is
+    (public scipy only), run alternately (ABBA) in this process, their ratios, and whether the
+    models are bit-identical."""
     import calopt
 
     found = {}
@@ -216,7 +208,7 @@ def end_to_end(repeat: int, epochs: int) -> dict[str, dict[str, Any]]:
         def fit(X=X, y=y, keywords=keywords) -> Any:
             return calopt.fit(X, y, seed=0, **keywords)
 
-        routes = {"private": fit, "public": _on_public_route(fit)}
+        routes = {"private": _on_private_loops(fit), "public": fit}
         best = {name: [float("inf"), float("inf")] for name in routes}
         models = {}
         for round_ in range(repeat):

@@ -147,27 +147,20 @@ def sgd_epoch(X, y, epochs):
     return statistics.median(t[0] for t in times), statistics.median(t[1] for t in times)
 
 
-#: The ways a reader can serve a CSR matrix: (DENSE_DENSITY, DENSE_BATCH_DENSITY, CsrRows' route):
-#: "kernels" (scipy's loops called directly), "public" (the same loops through public scipy
-#: arrays, and the public row gather), None (no CsrRows: scipy CSR or dense batches).
-READER_LAYOUTS = {"csr rows": (np.inf, np.inf, "kernels"), "csr rows (public route)": (np.inf, np.inf, "public"),
-                  "scipy csr batches": (np.inf, np.inf, None), "dense batches": (np.inf, 0.0, None),
-                  "dense X": (0.0, 0.0, "kernels"), "auto": None}
+#: The ways a reader can serve a CSR matrix: (DENSE_DENSITY, DENSE_BATCH_DENSITY, CsrRows served):
+#: with CsrRows, or without (scipy CSR or dense batches).
+READER_LAYOUTS = {"csr rows": (np.inf, np.inf, True), "scipy csr batches": (np.inf, np.inf, False),
+                  "dense batches": (np.inf, 0.0, False), "dense X": (0.0, 0.0, True), "auto": None}
 
 
 def reader_epoch(X, y, batch_size, layout):
     """(wall s, CPU s) of one reader epoch with X·w and Xᵀ·c per batch (NumPy)."""
-    import calopt.io.csr
-
-    batches, csr = calopt.io.batches, calopt.io.csr
-    saved = (batches.DENSE_DENSITY, batches.DENSE_BATCH_DENSITY, batches.fast_products, batches.csr_row_index,
-             csr.csr_matvec)
-    dense, dense_batch, route = READER_LAYOUTS[layout] or (saved[0], saved[1], "kernels")
+    batches = calopt.io.batches
+    saved = batches.DENSE_DENSITY, batches.DENSE_BATCH_DENSITY, batches.fast_products
+    dense, dense_batch, rows = READER_LAYOUTS[layout] or (saved[0], saved[1], True)
     batches.DENSE_DENSITY, batches.DENSE_BATCH_DENSITY = dense, dense_batch
-    if route is None:
+    if not rows:
         batches.fast_products = lambda data, indices, indptr: False
-    if route == "public":
-        batches.csr_row_index = csr.csr_matvec = None
     try:  # the reader reads the thresholds when built and in each epoch
         reader = ArrayReader(X, y, calopt.get_backend("numpy").xp)
         w, rng = np.zeros(X.shape[1]), np.random.default_rng(0)
@@ -179,8 +172,7 @@ def reader_epoch(X, y, batch_size, layout):
 
         return timed(one_epoch)[:2]
     finally:
-        (batches.DENSE_DENSITY, batches.DENSE_BATCH_DENSITY, batches.fast_products, batches.csr_row_index,
-         csr.csr_matvec) = saved
+        batches.DENSE_DENSITY, batches.DENSE_BATCH_DENSITY, batches.fast_products = saved
 
 
 #: The per-batch table: the solvers of SOLVERS and SPADE on G-mean (its dual projection

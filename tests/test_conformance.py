@@ -193,25 +193,18 @@ def test_algorithm_same_when_batches_are_gathered_one_by_one(name, backend, monk
                        rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("density, route", [(0.005, "kernels"), (0.06, "kernels"), (0.6, "kernels"),
-                                            (0.005, "public"), (0.06, "public"),
+@pytest.mark.parametrize("density, route", [(0.005, "CsrRows"), (0.06, "CsrRows"), (0.6, "CsrRows"),
                                             (0.005, "no CsrRows"), (0.06, "no CsrRows")])
 @pytest.mark.parametrize("name", ALGORITHMS)
 def test_algorithm_on_sparse_input_matches_dense(name, density, route, monkeypatch):
-    """A CSR matrix (served as CsrRows batches, or made dense, by its density; CsrRows
-    multiplying with scipy's loops called directly or through public scipy arrays; where
+    """A CSR matrix (served as CsrRows batches, or made dense, by its density; where
     CsrRows cannot take the arrays, as scipy CSR batches or dense batches) trains the same
     model as its dense copy; duplicate entries count as their sum, and the caller's matrix
     is left as it was."""
     import scipy.sparse
 
     import calopt.io.batches
-    import calopt.io.csr
 
-    if route == "public":  # what a SciPy without the private loops gets
-        monkeypatch.setattr(calopt.io.csr, "csr_matvec", None)
-        monkeypatch.setattr(calopt.io.batches, "csr_row_index", None)
-        monkeypatch.setattr(calopt.io.batches, "csr_todense", None)
     if route == "no CsrRows":
         monkeypatch.setattr(calopt.io.batches, "fast_products", lambda data, indices, indptr: False)
 

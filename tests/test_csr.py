@@ -1,6 +1,8 @@
-"""calopt.io.csr.CsrRows: the mini-batch type of sparse data, checked against scipy.sparse."""
+"""calopt.io.csr.CsrRows: the mini-batch type of sparse data, checked against plain loops and scipy.sparse."""
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 import pytest
@@ -19,20 +21,6 @@ def _matrix(n=40, d=7, density=0.3, seed=0, dtype=np.float64):
     return X
 
 
-@pytest.fixture(params=["kernels", "public"])
-def route(request, monkeypatch):
-    """CsrRows' products by scipy's loops called directly, or through public scipy arrays (a SciPy
-    whose private loops cannot be imported)."""
-    import calopt.io.batches
-    import calopt.io.csr
-
-    if request.param == "public":
-        monkeypatch.setattr(calopt.io.csr, "csr_matvec", None)
-        monkeypatch.setattr(calopt.io.batches, "csr_row_index", None)
-        monkeypatch.setattr(calopt.io.batches, "csr_todense", None)
-    return request.param
-
-
 def _rows(X, start, stop):
     """Rows start:stop of X as CsrRows on X's own arrays (the row pointers not rebased)."""
     assert fast_products(X.data, X.indices, X.indptr)
@@ -41,7 +29,7 @@ def _rows(X, start, stop):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("start, stop", [(0, 40), (5, 17), (39, 40), (12, 12)])
-def test_products_with_vectors_are_scipys(dtype, start, stop, route):
+def test_products_with_vectors_are_scipys(dtype, start, stop):
     X = _matrix(dtype=dtype)
     rows, block = _rows(X, start, stop), X[start:stop]
     rng = np.random.default_rng(1)
@@ -70,7 +58,7 @@ def _loop_products(X, start, stop, W, C):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("index", [np.int32, np.int64])
 @pytest.mark.parametrize("start, stop", [(0, 40), (5, 17), (12, 12)])
-def test_products_are_the_plain_loops_bit_for_bit(dtype, index, start, stop, route):
+def test_products_are_the_plain_loops_bit_for_bit(dtype, index, start, stop):
     """Vectors and stacked columns (the weights of several models), each batch of rows of a matrix
     with either index type: the sums of a plain loop, exactly (models stay bit-identical)."""
     X = _matrix(dtype=dtype)
@@ -85,7 +73,7 @@ def test_products_are_the_plain_loops_bit_for_bit(dtype, index, start, stop, rou
         assert got.tobytes() == want.tobytes(), (got, want)
 
 
-def test_batches_of_one_shape_do_not_share_their_products(route):
+def test_batches_of_one_shape_do_not_share_their_products():
     """Batches of the same shape, one after the other and then again in reverse: each product is
     its own rows' (nothing of one batch is left in another)."""
     X = _matrix(n=48, d=9, density=0.4)
@@ -98,7 +86,7 @@ def test_batches_of_one_shape_do_not_share_their_products(route):
         np.testing.assert_array_equal(rows.T @ np.ones(12), X[start:start + 12].toarray().sum(axis=0))
 
 
-def test_everything_else_goes_to_an_equal_scipy_matrix(route):
+def test_everything_else_goes_to_an_equal_scipy_matrix():
     X = _matrix(density=0.5)
     rows, block = _rows(X, 3, 30), X[3:30]
     assert is_sparse(rows) and rows.ndim == 2 and rows.dtype == X.dtype
@@ -124,7 +112,7 @@ def test_a_scipy_matrix_from_it_owns_its_arrays():
     np.testing.assert_array_equal(X.data, before)
 
 
-def test_reader_serves_int64_indices_as_int32_without_touching_the_callers_matrix(route):
+def test_reader_serves_int64_indices_as_int32_without_touching_the_callers_matrix():
     """A matrix with int64 index arrays (what load_svmlight_file reads) is served the same rows,
     its caller's arrays left as they were."""
     X = _matrix(n=50, d=30, density=0.05)
@@ -139,7 +127,7 @@ def test_reader_serves_int64_indices_as_int32_without_touching_the_callers_matri
     np.testing.assert_array_equal(np.vstack([batch.X.toarray() for batch in served]), X[order].toarray())
 
 
-def test_reader_serves_csr_rows_of_the_permuted_matrix(route):
+def test_reader_serves_csr_rows_of_the_permuted_matrix():
     X = _matrix(n=50, d=30, density=0.05)  # below the density made dense once
     y = np.where(np.arange(50) % 3 == 0, 1.0, -1.0)
     reader = ArrayReader(X, y, calopt.get_backend("numpy").xp)
@@ -151,19 +139,109 @@ def test_reader_serves_csr_rows_of_the_permuted_matrix(route):
 
 
 @pytest.mark.parametrize("algorithm, measure", [("spade", "gmean"), ("stamp", "f1"), ("lbfgs", "f1")])
-def test_public_route_trains_the_same_model_bit_for_bit(algorithm, measure, monkeypatch):
-    """Mini-batch and full-batch training on sparse data: the model of the public route is the
-    kernels' model, bit for bit."""
+def test_training_on_csr_rows_is_training_on_scipy_batches_bit_for_bit(algorithm, measure, monkeypatch):
+    """Mini-batch and full-batch training on sparse data: the model trained on CsrRows batches is
+    the model trained on scipy CSR matrices built for each batch (scipy's own products), bit for bit."""
     import calopt.io.batches
-    import calopt.io.csr
 
     X = _matrix(n=600, d=40, density=0.1, seed=5)
     y = np.where(np.asarray(X.sum(axis=1)).ravel() + np.random.default_rng(5).normal(size=600) > 0.5, 1, 0)
     kwargs = dict(measure=measure, algorithm=algorithm, select="none", epochs=3, batch_size=50, seed=0)
-    kernels = calopt.fit(X, y, **kwargs)
-    monkeypatch.setattr(calopt.io.csr, "csr_matvec", None)
-    monkeypatch.setattr(calopt.io.batches, "csr_row_index", None)
-    public = calopt.fit(X, y, **kwargs)
-    assert np.asarray(public.coef).tobytes() == np.asarray(kernels.coef).tobytes()
-    assert np.asarray(public.intercept).tobytes() == np.asarray(kernels.intercept).tobytes()
-    assert float(public.threshold).hex() == float(kernels.threshold).hex()
+    served = []
+    epoch = calopt.io.batches.ArrayReader.epoch
+
+    def recording(self, *args):
+        for batch in epoch(self, *args):
+            served.append(type(batch.X))
+            yield batch
+
+    monkeypatch.setattr(calopt.io.batches.ArrayReader, "epoch", recording)
+    on_rows = calopt.fit(X, y, **kwargs)
+    rows_served, served[:] = set(served), []
+    monkeypatch.setattr(calopt.io.batches, "fast_products", lambda data, indices, indptr: False)
+    monkeypatch.setattr(calopt.io.batches, "DENSE_BATCH_DENSITY", 2.0)  # scipy CSR batches, never dense
+    on_scipy = calopt.fit(X, y, **kwargs)
+    if algorithm != "lbfgs":
+        assert rows_served == {CsrRows} and set(served) == {scipy.sparse.csr_matrix}
+    assert np.asarray(on_rows.coef).tobytes() == np.asarray(on_scipy.coef).tobytes()
+    assert np.asarray(on_rows.intercept).tobytes() == np.asarray(on_scipy.intercept).tobytes()
+    assert float(on_rows.threshold).hex() == float(on_scipy.threshold).hex()
+
+
+def test_empty_rows_and_single_columns_are_the_plain_loops():
+    """Rows without nonzeros (first, inside, last), stacked columns of width 1 and a batch of empty
+    rows only: the sums of a plain loop, exactly."""
+    dense = np.zeros((9, 5))
+    dense[1, [0, 3]] = [1.5, -2.0]
+    dense[3, [1, 2, 4]] = [0.25, 3.0, -1.0]
+    dense[6, 4] = 7.0
+    X = scipy.sparse.csr_matrix(dense)
+    rng = np.random.default_rng(6)
+    for start, stop in [(0, 9), (0, 1), (4, 6), (7, 9)]:
+        W, C = rng.normal(size=(5, 1)), rng.normal(size=(stop - start, 1))
+        XW, XtC = _loop_products(X, start, stop, W, C)
+        rows = _rows(X, start, stop)
+        for got, want in ((rows @ W, XW), (rows.T @ C, XtC), (rows @ W[:, 0].copy(), XW[:, 0]),
+                          (rows.T @ C[:, 0].copy(), XtC[:, 0])):
+            assert got.shape == want.shape and got.tobytes() == want.tobytes(), (start, stop, got, want)
+
+
+def test_operands_of_another_dtype_or_layout_get_scipys_products():
+    """A float64 vector with float32 rows, a Fortran-ordered and a strided operand: what scipy's
+    matrix of the same rows gives (its upcast and its copies)."""
+    X = _matrix(dtype=np.float32)
+    rows, block = _rows(X, 5, 30), X[5:30]
+    rng = np.random.default_rng(8)
+    w, W, C = rng.normal(size=7), np.asfortranarray(rng.normal(size=(7, 3))), rng.normal(size=(25, 6))[:, ::2]
+    for got, want in ((rows @ w, block @ w), (rows @ W, block @ W), (rows.T @ C, block.T @ C),
+                      (rows.T @ C.astype(np.float32), block.T @ C.astype(np.float32))):
+        assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_product_keeps_no_reference_to_the_batch_arrays():
+    """After a product nothing of calopt holds the batch's arrays (the scipy arrays each thread
+    multiplies through are emptied), so a reader's permuted copy is freed with its batches."""
+    import gc
+    import weakref
+
+    X = _matrix()
+    data, indices, indptr = X.data.copy(), X.indices.copy(), X.indptr.copy()
+    refs = [weakref.ref(data), weakref.ref(indices), weakref.ref(indptr)]
+    rows = CsrRows(data, indices, indptr[3:20], 7)
+    rows @ np.ones(7), rows.T @ np.ones(16), rows @ np.ones((7, 2))
+    del rows, data, indices, indptr
+    gc.collect()
+    assert [ref() for ref in refs] == [None, None, None]
+
+
+def test_threads_multiplying_batches_of_one_shape_get_their_own_products():
+    """Two threads multiplying batches of the same shape at once: each product is its own rows'."""
+    import threading
+
+    X = _matrix(n=400, d=20, density=0.2, seed=9)
+    w = np.random.default_rng(9).normal(size=20)
+    batches = [(start, _rows(X, start, start + 20)) for start in range(0, 400, 20)]
+    expected = {start: X[start:start + 20] @ w for start, _ in batches}
+    failures = []
+
+    def work(part):
+        for _ in range(300):
+            for start, rows in part:
+                try:
+                    if not np.array_equal(rows @ w, expected[start]):
+                        failures.append(start)
+                except Exception as error:  # another thread's arrays, or none, under this one's product
+                    failures.append(repr(error))
+
+    threads = [threading.Thread(target=work, args=(batches[i::2],)) for i in range(2)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []

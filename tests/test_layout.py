@@ -196,23 +196,12 @@ def _private_modules(path: Path) -> list[str]:
     return found
 
 
-#: The private imports left, each guarded with a public route that gives the same models and
-#: is exercised by the tests (tests/test_conformance.py, tests/test_csr.py): scipy's product and
-#: row-gather loops, 13-19% of a mini-batch SPADE or STAMP fit on a9a faster than its public
-#: operators (BENCHMARKS.md, "Sparse batches").
-PRIVATE_IMPORTS = {
-    "calopt/io/csr.py": [f"scipy.sparse._sparsetools.{name}" for name in
-                         ("csc_matvec", "csc_matvecs", "csr_matvec", "csr_matvecs")],
-    "calopt/io/batches.py": ["scipy.sparse._sparsetools.csr_row_index", "scipy.sparse._sparsetools.csr_todense"],
-}
-
-
 def test_no_private_module_of_another_package_is_imported(tmp_path):
-    """calopt, its CLI and plugins use other packages through their public modules, but for the
-    listed imports (issue 24)."""
+    """calopt, its CLI and plugins use other packages through their public modules only (issue 24:
+    scipy's product and row-gather loops are reached through its public arrays)."""
     files = list(CORE.values()) + [path for root in SHIPPED.values() for path in root.rglob("*.py")]
     offenders = {str(path.relative_to(ROOT)): names for path in files if (names := _private_modules(path))}
-    assert offenders == PRIVATE_IMPORTS
+    assert offenders == {}
     fake = tmp_path / "fake.py"  # the check can fail, a guarded import inside a function included
     fake.write_text("from __future__ import annotations\nimport numpy.linalg\nfrom . import _x\n"
                     "def f():\n    try:\n        from scipy.sparse._sparsetools import csr_matvec\n"

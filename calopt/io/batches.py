@@ -19,11 +19,6 @@ from calopt.backends import is_sparse
 from calopt.io.csr import CsrRows, fast_products
 from calopt.io.rows import FeatureRows
 
-try:  # the C++ loops behind scipy's X[rows] and X.toarray(), without their checks and copies
-    from scipy.sparse._sparsetools import csr_row_index, csr_todense
-except ImportError:  # pragma: no cover - a SciPy that moved them: its public routes instead
-    csr_row_index = csr_todense = None
-
 __all__ = ["ArrayReader", "Batch", "BatchReader"]
 
 Array = Any
@@ -65,8 +60,8 @@ class ArrayReader(FeatureRows):
     :data:`DENSE_DENSITY` nonzeros per cell is made dense once, here (ijcnn1); a sparser
     one is permuted as CSR each epoch (scipy's row gather on the index arrays, a fraction
     of the bytes of a dense copy) and its slices are served as :class:`calopt.io.csr.CsrRows`
-    (a9a, w8a), whose products with vectors run scipy's C++ loops directly (through public
-    scipy arrays built without checks when those loops cannot be imported). Index arrays
+    (a9a, w8a), whose products with vectors run scipy's own products on the batch's arrays
+    without building a scipy matrix per batch. Index arrays
     of two integer types or integer values (which CsrRows does not take) are served dense
     from :data:`DENSE_BATCH_DENSITY` nonzeros per cell, else as scipy CSR matrices.
     """
@@ -135,10 +130,10 @@ GATHER_BATCH_ROWS = 64
 def _int32_indices(X: Any) -> Any:
     """X with int32 index arrays where they fit (a new matrix on the same values), else X.
 
-    scipy's public row gather ``X[order]`` (the epoch's permutation where its C++ loop cannot
-    be imported) returns int32 index arrays whenever they fit, so on int64 ones (what
-    ``load_svmlight_file`` reads) it also checks and converts them every epoch: a9a 5.4 ms an
-    epoch against 1.2 ms on int32 arrays. Converted once here, both gathers move half the index bytes."""
+    scipy's row gather ``X[order]`` (the epoch's permutation) returns int32 index arrays
+    whenever they fit, so on int64 ones (what ``load_svmlight_file`` reads) it also checks and
+    converts them every epoch: a9a 5.4 ms an epoch against 1.2 ms on int32 arrays. Converted once
+    here, the gather moves half the index bytes."""
     if X.indices.dtype == X.indptr.dtype == np.int32 or max(X.nnz, *X.shape) > np.iinfo(np.int32).max:
         return X
     return type(X)((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
@@ -183,12 +178,14 @@ def _sparse_batches(
     data, indices, indptr = (X.data, X.indices, X.indptr) if order is None else _csr_rows(X, order)
     fast = fast_products(data, indices, indptr)
     dense = not fast and X.nnz >= DENSE_BATCH_DENSITY * n * d
-    for start in range(0, n, batch_size):
+    bounds = [*indptr[:n:batch_size].tolist(), int(indptr[n])]  # each batch's first nonzero, as ints
+    for batch, start in enumerate(range(0, n, batch_size)):
         stop = min(start + batch_size, n)
         if dense:
             rows = _dense_rows(data, indices, indptr[start:stop + 1], d)
-        elif fast:
-            rows = CsrRows(data, indices, indptr[start:stop + 1], d)
+        elif fast:  # the batch's own slices, its row pointers from 0
+            first, last = bounds[batch], bounds[batch + 1]
+            rows = CsrRows(data[first:last], indices[first:last], indptr[start:stop + 1] - first, d, own=True)
         else:
             first, last = indptr[start], indptr[stop]
             rows = type(X)((data[first:last], indices[first:last], indptr[start:stop + 1] - first),
@@ -197,30 +194,21 @@ def _sparse_batches(
 
 
 def _csr_rows(X: Any, order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(data, indices, indptr) of the CSR matrix X[order]: scipy's row gather without the
-    checks and copies of a new matrix (a9a: 0.36 ms an epoch, X[order] 0.48 ms)."""
-    if csr_row_index is None or X.indices.dtype != X.indptr.dtype:
-        X = X[order]
-        return X.data, X.indices, X.indptr
-    indptr = np.empty(len(order) + 1, dtype=X.indptr.dtype)
-    indptr[0] = 0
-    np.cumsum(np.diff(X.indptr)[order], out=indptr[1:])
-    indices = np.empty(int(indptr[-1]), dtype=X.indices.dtype)
-    data = np.empty(int(indptr[-1]), dtype=X.data.dtype)
-    csr_row_index(len(order), order.astype(X.indptr.dtype), X.indptr, X.indices, X.data, indices, data)
-    return data, indices, indptr
+    """(data, indices, indptr) of the CSR matrix X[order]: scipy's row gather (its C++ loop plus
+    index checks and bookkeeping over the rows: a9a 0.8-1.2 ms an epoch, 0.2-0.4 ms more than the
+    loop called directly, which calopt did before issue 24)."""
+    X = X[order]
+    return X.data, X.indices, X.indptr
 
 
 def _dense_rows(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, d: int) -> np.ndarray:
     """The rows of a CSR matrix that ``indptr`` (a slice of its row pointers, not rebased)
-    delimits, as a zeroed (rows × d) block with their nonzeros added in."""
+    delimits, as a zeroed (rows × d) block with their nonzeros added in, in their order (what
+    scipy's ``toarray`` does: duplicates summed, a stored −0.0 read as 0.0)."""
     rows = len(indptr) - 1
     block = np.zeros((rows, d), dtype=data.dtype)
-    if csr_todense is not None:  # one C++ loop over the rows (a9a: 7 µs a batch)
-        csr_todense(rows, d, indptr, indices, data, block)
-        return block
     first, last = indptr[0], indptr[-1]
-    cells = np.repeat(np.arange(0, rows * d, d), np.diff(indptr))  # scattered: 17 µs a batch
+    cells = np.repeat(np.arange(0, rows * d, d), np.diff(indptr))
     cells += indices[first:last]
-    block.ravel()[cells] = data[first:last]
+    np.add.at(block.reshape(-1), cells, data[first:last])
     return block

@@ -1,18 +1,20 @@
-"""Mini-batches of a CSR matrix that multiply vectors without scipy's per-call overhead.
+"""Mini-batches of a CSR matrix that multiply vectors without building a scipy matrix per batch.
 
-A solver's mini-batch update on sparse data is two products, ``X @ w`` and
-``X.T @ c`` with NumPy vectors. Through a ``scipy.sparse`` matrix built for the batch
-each costs far more than its arithmetic on a batch of a few thousand nonzeros (a9a, 325
-rows: building the matrix 16 µs, ``X @ w`` 6.5 µs, ``X.T @ c`` 21 µs, ``X.T`` building a
-CSC matrix again), because of format checks and dispatch. :class:`CsrRows` holds the rows
-as slices of the index arrays, never copied or validated, and runs those two products
-with the C++ loops scipy itself ends in (``csr_matvec``, ``csc_matvec``: 3.8 and 4.0 µs
-there), imported from the private ``scipy.sparse._sparsetools``. Where they cannot be
-imported, the same loops run through public scipy arrays that are not constructed (a
-copy of an empty CSR or CSC array of the batch's shape, its ``data``, ``indices`` and
-``indptr`` set to the batch's arrays: :func:`_view`), so the models are the same bit for
-bit; that route costs scipy's dispatch and the two views, about 10 µs more a batch: the
-same full-batch fits, mini-batch SPADE and STAMP on a9a 13-19% slower (BENCHMARKS.md, "Sparse batches").
+A solver's mini-batch update on sparse data is two products, ``X @ w`` and ``X.T @ c`` with
+NumPy vectors. Through a ``scipy.sparse`` matrix built for the batch each costs far more than
+its arithmetic on a batch of a few thousand nonzeros (a9a, 325 rows: building the matrix
+16 µs, ``X.T`` building a CSC matrix again), because of the constructor's checks.
+:class:`CsrRows` holds the rows as slices of the reader's arrays, never copied or validated,
+and multiplies through two scipy matrices per thread and batch shape (a ``csr_matrix``, and a
+``csc_matrix`` for the transpose), made once by the public constructor: each product sets their
+public ``data``, ``indices`` and ``indptr`` to the batch's arrays, multiplies with scipy's own
+product and clears them. The sums are scipy's C++ loops' (``csr_matvec(s)``,
+``csc_matvec(s)``), so the models are the same bit for bit as through any scipy matrix of the
+same rows. Only public scipy is used (issue 24): no private module, no instance built without
+the constructor. Against calling those loops directly (the private
+``scipy.sparse._sparsetools``, calopt's route before), scipy's dispatch costs about 1-2 µs a
+product idle, more in a solver's loop: mini-batch SPADE and STAMP on a9a 3-8% slower, full-batch
+fits as fast or faster (BENCHMARKS.md, "Sparse batches").
 Every other use, whatever the operand, method or attribute, goes to an ordinary scipy CSR
 matrix of the same rows, built once on first use, so code written for scipy.sparse keeps
 working; :func:`calopt.backends.is_sparse` is true for it (``scipy.sparse.issparse`` is not).
@@ -21,15 +23,11 @@ working; :func:`calopt.backends.is_sparse` is true for it (``scipy.sparse.isspar
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 import numpy as np
 import scipy.sparse
-
-try:  # scipy's own C++ product loops, without the dispatch of its public operators
-    from scipy.sparse._sparsetools import csc_matvec, csc_matvecs, csr_matvec, csr_matvecs
-except ImportError:  # pragma: no cover - a SciPy that moved them: the same loops through public arrays
-    csc_matvec = csr_matvec = csc_matvecs = csr_matvecs = None
 
 __all__ = ["CsrRows", "fast_products"]
 
@@ -41,62 +39,65 @@ def fast_products(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray) -> 
     return indices.dtype == indptr.dtype and indices.dtype.kind == "i" and data.dtype.kind == "f"
 
 
-@functools.lru_cache(maxsize=64)
-def _empty(kind: type, shape: tuple[int, int]) -> Any:
-    """A scipy array of this kind and shape, only ever copied (so no flag is cached on it), without
-    arrays: every copy gets its own, and the cache keeps no row pointers of a large shape."""
-    template = kind(shape)
-    template.data = template.indices = template.indptr = None
-    return template
+#: Each thread's scipy matrices that run the products, by batch shape: (csr_matrix, csc_matrix).
+_local = threading.local()
+#: Batch shapes kept per thread (a reader's epoch has at most two: its batches and the last one).
+SHAPES_KEPT = 8
 
 
-def _view(kind: type, shape: tuple[int, int], data: np.ndarray, indices: np.ndarray, indptr: np.ndarray) -> Any:
-    """A scipy ``csr_array`` or ``csc_array`` on these arrays (a valid one: ``indptr`` starts at 0
-    and ends at ``len(data)``), without the constructor's checks and conversions: a shallow copy of
-    an empty array of the shape, its public ``data``, ``indices`` and ``indptr`` attributes set.
-    The copy is made as :func:`copy.copy` makes it (a new instance, the attributes of the original),
-    without the protocol look-ups that take it from 0.35 to 3.5 µs."""
-    view = kind.__new__(kind)
-    view.__dict__.update(_empty(kind, shape).__dict__)
-    view.data, view.indices, view.indptr = data, indices, indptr
-    return view
+def _operators(shape: tuple[int, int]) -> tuple[Any, Any]:
+    """This thread's empty ``csr_matrix`` of ``shape`` and ``csc_matrix`` of its transpose, made by
+    the public constructor on first use and reused by every product of a batch of that shape. Kept
+    per thread, so two threads never multiply through the same one."""
+    kept = getattr(_local, "operators", None)
+    if kept is None:
+        kept = _local.operators = {}
+    if len(kept) >= SHAPES_KEPT:
+        kept.clear()
+    pair = kept[shape] = (scipy.sparse.csr_matrix(shape), scipy.sparse.csc_matrix(shape[::-1]))
+    return pair
 
 
-def _product(rows: CsrRows, transposed: bool, other: np.ndarray) -> np.ndarray:
-    """``rows @ other`` (``rows.T @ other`` when ``transposed``) for a vector or C-contiguous
-    matrix ``other`` of the rows' dtype: scipy's loops called directly, else through views."""
-    if csr_matvec is None:
-        return rows._views()[transposed] @ other
-    matvec, matvecs = (csc_matvec, csc_matvecs) if transposed else (csr_matvec, csr_matvecs)
-    out_rows, inner = rows.shape[::-1] if transposed else rows.shape
-    if other.ndim == 1:
-        out = np.zeros(out_rows, dtype=rows.data.dtype)
-        matvec(out_rows, inner, rows.indptr, rows.indices, rows.data, other, out)
-    else:
-        out = np.zeros((out_rows, other.shape[1]), dtype=rows.data.dtype)
-        matvecs(out_rows, inner, other.shape[1], rows.indptr, rows.indices, rows.data, other.ravel(), out.ravel())
-    return out
+def _product(rows: CsrRows, transposed: bool, other: np.ndarray) -> Any:
+    """``rows @ other`` (``rows.T @ other`` when ``transposed``) for a 1-D or 2-D NumPy array: scipy's
+    product on this thread's matrix of the batch's shape, its public ``data``, ``indices`` and
+    ``indptr`` set to the batch's arrays for the product and cleared after it (so it holds no
+    reader's arrays between products). A scipy matrix's ``*`` is its matrix product, the same
+    call as ``@`` without the scalar check ``@`` makes first (1.3 µs less a product)."""
+    try:
+        matrix = _local.operators[rows.shape][transposed]
+    except (AttributeError, KeyError):
+        matrix = _operators(rows.shape)[transposed]
+    arrays = rows._batch
+    if arrays is None:
+        arrays = rows._arrays()
+    matrix.data, matrix.indices, matrix.indptr = arrays
+    try:
+        return matrix * other
+    finally:
+        matrix.data = matrix.indices = matrix.indptr = None
 
 
 class CsrRows:
     """Consecutive rows of a CSR matrix given by its ``data`` and ``indices`` arrays and a
     slice ``indptr`` of its row pointers (not rebased): a (len(indptr) − 1) × d batch.
 
-    ``X @ v`` and ``X.T @ v`` for a 1-D NumPy array ``v`` of the data's dtype return new
-    1-D arrays, and for a C-contiguous 2-D one (the weights of stacked models) new 2-D
-    arrays, each one call of scipy's loops (see the module's docstring); anything else is
-    delegated to :meth:`tocsr`. Built by
+    ``X @ v`` and ``X.T @ v`` for a 1-D or 2-D NumPy array ``v`` (a vector, or the weights of
+    stacked models) are scipy's products on the batch's arrays, each one call of scipy's ``@``
+    (see the module's docstring); anything else is delegated to :meth:`tocsr`. Built by
     :class:`calopt.io.batches.ArrayReader` only when :func:`fast_products` holds.
     """
 
-    __slots__ = ("data", "indices", "indptr", "shape", "_matrix", "_pair")
+    __slots__ = ("data", "indices", "indptr", "shape", "_matrix", "_batch")
     ndim = 2
 
-    def __init__(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, n_features: int):
+    def __init__(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, n_features: int, *,
+                 own: bool = False):
         self.data, self.indices, self.indptr = data, indices, indptr
         self.shape = (len(indptr) - 1, int(n_features))
         self._matrix: Any = None
-        self._pair: tuple[Any, Any] | None = None
+        # own: the arrays are the batch's alone (indptr from 0 to len(data)), as the reader makes them
+        self._batch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = (data, indices, indptr) if own else None
 
     @property
     def dtype(self) -> np.dtype:
@@ -116,30 +117,23 @@ class CsrRows:
     def tocsr(self) -> scipy.sparse.csr_matrix:
         """The same rows as a scipy CSR matrix (built once, sharing nothing with the reader)."""
         if self._matrix is None:
-            first, last = self.indptr[0], self.indptr[-1]
-            self._matrix = scipy.sparse.csr_matrix(
-                (self.data[first:last].copy(), self.indices[first:last].copy(), self.indptr - first),
-                shape=self.shape)
+            data, indices, indptr = self._arrays()
+            self._matrix = scipy.sparse.csr_matrix((data.copy(), indices.copy(), indptr.copy()), shape=self.shape)
         return self._matrix
 
     def toarray(self) -> np.ndarray:
         return self.tocsr().toarray()
 
-    def _views(self) -> tuple[Any, Any]:
-        """The rows as a ``scipy.sparse.csr_array`` and, read as their transpose, a ``csc_array``, on
-        slices of the reader's arrays: for products only, never handed out (they share memory)."""
-        if self._pair is None:
-            first, last = self.indptr[0], self.indptr[-1]
-            arrays = self.data[first:last], self.indices[first:last], self.indptr - first
-            self._pair = (_view(scipy.sparse.csr_array, self.shape, *arrays),
-                          _view(scipy.sparse.csc_array, self.shape[::-1], *arrays))
-        return self._pair
-
-    def _takes(self, v: Any) -> bool:
-        return type(v) is np.ndarray and v.ndim in (1, 2) and v.dtype == self.data.dtype and v.flags.c_contiguous
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows' own ``data``, ``indices`` and rebased ``indptr``: slices of the reader's
+        arrays (made once a batch), for products only, never handed out (they share memory)."""
+        if self._batch is None:
+            first, last = int(self.indptr[0]), int(self.indptr[-1])
+            self._batch = self.data[first:last], self.indices[first:last], self.indptr - self.indptr[0]
+        return self._batch
 
     def __matmul__(self, other: Any) -> Any:
-        if self._takes(other) and other.shape[0] == self.shape[1]:
+        if type(other) is np.ndarray and other.ndim in (1, 2):
             return _product(self, False, other)
         return self.tocsr() @ _unwrap(other)
 
@@ -181,10 +175,9 @@ class _TransposedRows:
         return self.rows
 
     def __matmul__(self, other: Any) -> Any:
-        rows = self.rows
-        if rows._takes(other) and other.shape[0] == rows.shape[0]:
-            return _product(rows, True, other)
-        return rows.tocsr().T @ _unwrap(other)
+        if type(other) is np.ndarray and other.ndim in (1, 2):
+            return _product(self.rows, True, other)
+        return self.rows.tocsr().T @ _unwrap(other)
 
     def __rmatmul__(self, other: Any) -> Any:
         return _unwrap(other) @ self.rows.tocsr().T
