@@ -36,7 +36,10 @@ def best_cut(scores: Array, y: Array, measure: Measure, weight: Array | None = N
         zero = xp.zeros(columns.shape[1:], dtype=scores.dtype, device=device(scores))
         value = measure.from_counts(zero, zero, zero, zero, xp=xp)
         return (zero, value) if scores.ndim == 2 else (zero[0], value[0])
-    order = xp.argsort(-columns, axis=0, stable=True)
+    # Only cuts between distinct scores count (cut_values), and at those the counts above are the
+    # same whatever the order within a run of tied scores: unweighted, they are whole numbers, so
+    # the faster unstable sort gives the same values to the bit. Weighted sums could regroup.
+    order = xp.argsort(-columns, axis=0, stable=weight is not None)
     sorted_scores = xp.take_along_axis(columns, order, axis=0)
     flat = xp.reshape(order, (-1,))
     positive = xp.reshape(xp.take(y, flat), order.shape) > 0  # (n, S) labels in each column's order
