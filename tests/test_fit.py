@@ -305,3 +305,25 @@ def test_the_largest_seed_trains():
     X = np.random.default_rng(0).normal(size=(60, 3))
     y = np.where(X[:, 0] > 0, 1, -1)
     assert calopt.fit(X, y, seed=2**32 - 1).score(X, y) > 0.8
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_best_cut_with_many_ties_matches_a_plain_loop(weighted):
+    """Scores on a coarse grid (runs of equal scores, which the unweighted sort leaves in any
+    order): the best cut's value and threshold equal a loop over every distinct threshold
+    scored by scikit-learn, ties to the cut with the fewest positive predictions."""
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(7)
+    scores = np.round(rng.standard_normal((3_000, 3)), 1)  # about 60 distinct values a column
+    y = np.where(rng.random(3_000) < 0.2 + 0.1 * (scores[:, 0] > 0), 1.0, -1.0)
+    weight = rng.uniform(0.5, 2.0, 3_000) if weighted else None
+    thresholds, values = best_cut(scores, y, calopt.get_measure("f1"), weight)
+    for column in range(3):
+        s = scores[:, column]
+        cuts = np.concatenate([[s.max() + 1.0], (np.unique(s)[::-1][:-1] + np.unique(s)[::-1][1:]) / 2,
+                               [s.min() - 1.0]])
+        loop = [f1_score(y > 0, s > t, sample_weight=weight, zero_division=0.0) for t in cuts]
+        best = int(np.argmax(np.round(loop, 12)))
+        assert values[column] == pytest.approx(loop[best], abs=1e-12)
+        assert thresholds[column] == pytest.approx(cuts[best], abs=1e-12)
