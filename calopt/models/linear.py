@@ -376,13 +376,13 @@ class MulticlassModel(Model):
     FORMAT_VERSION: ClassVar[int] = 2
 
     @property
-    def n_classes(self) -> int:
-        return int(self.coef.shape[1])
-
-    @property
     def has_rule(self) -> bool:
         """Whether the model predicts by a rule chosen for its measure rather than the argmax."""
         return self.gains is not None or self.mixture_weights is not None
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.coef.shape[1])
 
     # -- prediction ---------------------------------------------------------------------
     def predict_codes(self, X: Any, scores: np.ndarray | None = None) -> np.ndarray:
