@@ -283,7 +283,8 @@ def selection_text(selection: dict[str, Any] | None, measure: str) -> str | None
 
 def subsample_text(subsample: dict[str, Any], measure: str) -> str:
     """How a large run used its rows (calopt.training.sampling), in a sentence."""
-    text = f"trained on a stratified sample of {subsample['rows']:,} of {subsample['of']:,} rows"
+    drawn = subsample.get("drawn", "stratified")  # a stream's sample is the survey's uniform one
+    text = f"trained on a {drawn} sample of {subsample['rows']:,} of {subsample['of']:,} rows"
     if "value" in subsample:
         text += (f"; threshold: the best cut on the other {subsample['cut_rows']:,} rows "
                  f"({measure} {subsample['value']:.4f} there)")

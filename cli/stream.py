@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from calopt_cli.options import JsonOpt, echo_json, epochs_text, run_fields
+from calopt_cli.options import JsonOpt, echo_json, epochs_text, run_fields, subsample_text
 from calopt_cli.reading import CsvOptions, load_dataset
 from calopt_cli.report import run_report
 from rich.console import Console
@@ -103,7 +103,6 @@ def train_stream(source: str, csv: CsvOptions, *, test: str | None, options: dic
     if str(options.get("select", "auto")).strip().lower() not in ("auto", "none"):
         raise ParameterError(f"--select {options['select']}: a stream trains with --select none (the step trial on "
                              f"a sample, a fixed number of passes); cross-fitting needs the rows in memory")
-    options = {**options, "select": "none"}
     stream = _open(source, csv)
     with pass_progress(not (as_json or no_progress)) as on_rows:
         try:
@@ -136,6 +135,8 @@ def train_stream(source: str, csv: CsvOptions, *, test: str | None, options: dic
                   markup=False, highlight=False)
     if train_value is not None:
         console.print(f"train {model.measure}: {train_value:.4f}")
+    if report.subsample:
+        console.print(subsample_text(report.subsample, model.measure), markup=False, highlight=False)
     if test_summary is not None:
         console.print(f"test {model.measure}: {test_summary['value']:.4f} (TPR {test_summary['tpr']:.4f}, "
                       f"TNR {test_summary['tnr']:.4f})")

@@ -99,3 +99,54 @@ def test_standardized_scores_map_back_to_the_raw_features():
     np.testing.assert_allclose(np.asarray(data.X).std(axis=0), 1.0, rtol=1e-9)
     # other rows of the same features (max-abs scaled as the training rows were) get the same transform
     np.testing.assert_allclose(transform(X[:5] / np.abs(X).max(axis=0)), np.asarray(data.X)[:5], rtol=1e-9)
+
+
+def _directory(path, X, y):
+    path.mkdir()
+    np.save(path / "X.npy", X.astype(np.float32))
+    np.save(path / "y.npy", y)
+    return path
+
+
+def test_a_large_stream_trains_on_the_surveys_sample_and_cuts_on_every_other_row(large, tmp_path):
+    from calopt.io.stream import open_stream, survey
+    from calopt.training.stream import threshold_rows
+
+    X, y = large
+    directory = _directory(tmp_path / "large", X, y)
+    model = calopt.fit(open_stream(directory), measure="f1")
+    account, stream = model.fit_report.subsample, model.fit_report.stream
+    assert account["rows"] == sampling.MIN_ROWS and account["cut_rows"] == y.size - sampling.MIN_ROWS
+    assert stream.passes == 2 and stream.exact_threshold and stream.threshold_rows == account["cut_rows"]
+    # the sample: the survey's rows with the smallest keys (the same seed), the rest the others
+    source = open_stream(directory)
+    found = survey(source, sample_rows=max(calopt.training.stream.SAMPLE_ROWS, threshold_rows(source)), seed=0)
+    rest = np.setdiff1d(np.arange(y.size), found.sample_index[found.bottom(sampling.MIN_ROWS)])
+    X32 = X.astype(np.float32)
+    scores = model.decision_function(X32[rest])
+    assert account["value"] == pytest.approx(f1_score(y[rest], scores > 0), abs=1e-12)
+    distinct = np.unique(scores)  # no neighbouring cut does better there (scikit-learn's F1)
+    at = np.searchsorted(distinct, 0.0)
+    for shift in distinct[max(at - 3, 0):at + 3]:
+        assert f1_score(y[rest], scores > shift) <= account["value"] + 1e-12
+    # as good on new rows as the in-memory large-data route
+    X_test, y_test = _data(40_000, seed=1)
+    in_memory = calopt.fit(X, y, measure="f1")
+    assert f1_score(y_test, model.predict(X_test)) >= f1_score(y_test, in_memory.predict(X_test)) - 0.01
+
+
+@pytest.mark.parametrize("options", [{"algorithm": "stamp"}, {"epochs": 2}, {"tune_threshold": False}])
+def test_a_stream_keeps_its_own_route_when_the_user_chooses(large, tmp_path, options):
+    from calopt.io.stream import open_stream
+
+    X, y = large
+    model = calopt.fit(open_stream(_directory(tmp_path / "large", X, y)), measure="f1", **options)
+    assert model.fit_report.subsample is None and model.fit_report.stream.passes > 2
+
+
+def test_a_small_stream_keeps_its_own_route(tmp_path):
+    from calopt.io.stream import open_stream
+
+    X, y = _data(20_000)
+    model = calopt.fit(open_stream(_directory(tmp_path / "small", X, y)), measure="f1")
+    assert model.fit_report.subsample is None and model.fit_report.stream.passes > 2

@@ -154,8 +154,9 @@ def fit(
 
     Streaming: with ``y`` None (and no ``cluster``), ``X`` is a chunked source
     (:func:`calopt.io.stream.open_stream`) or a list of ``(X, y)`` chunks, read part by part in
-    bounded memory (:mod:`calopt.training.stream`); ``select="auto"`` means ``"none"`` there,
-    and the options a stream does not support (other backends, sample weights, an evaluation
+    bounded memory (:mod:`calopt.training.stream`); ``select="auto"`` trains a large stream on
+    its first pass's sample (:func:`~calopt.training.stream.fit_stream_sample`) and means
+    ``"none"`` otherwise, and the options a stream does not support (other backends, sample weights, an evaluation
     set, checkpoints, constraints) are errors. ``buffer_rows`` bounds its shuffle buffer,
     ``sample_rows`` its step trial's sample, and ``progress(rows, pass_name)`` is called after
     each part of each pass (:func:`~calopt.training.stream.fit_stream`).

@@ -467,24 +467,35 @@ def fit_binary(X: Any, labels: np.ndarray, plan: FitPlan, *, positive: Any = Non
     started = time.perf_counter()
     rows = _row_sample(X, y_pm, plan, weight)
     train_X, train_y = (X, y_pm) if rows is None else (X[rows.sample], y_pm[rows.sample])
-    rule = selection_rule(plan.components.algorithms, plan.select, train_y, int(X.shape[1]))
-    data = prepare(train_X, train_y, resolved, plan.scale, weight)
-    evaluation = None if eval_set is None else prepare(eval_set[0], eval_labels, resolved, data.scale)
+    evaluation = None if eval_set is None else (eval_set[0], eval_labels)
+    model = fit_rows(train_X, train_y, classes, plan, resolved, started, weight=weight, eval_set=evaluation,
+                     standardized=rows is not None)
+    return model if rows is None else rows.cut(model, X, y_pm, plan.measure, tune=plan.tune_threshold)
+
+
+def fit_rows(X: Any, y_pm: np.ndarray, classes: tuple[Any, Any], plan: FitPlan, resolved: Backend, started: float,
+             *, weight: np.ndarray | None = None, eval_set: tuple[Any, np.ndarray] | None = None,
+             standardized: bool = False) -> LinearModel:
+    """The binary plan on rows with labels ±1: the rule for the data, the features prepared on the
+    backend (dense ones ``standardized`` when asked, for a large data set's sample), in the span of
+    the rows where they are wide, then :func:`_fit_binary`."""
+    rule = selection_rule(plan.components.algorithms, plan.select, y_pm, int(X.shape[1]))
+    data = prepare(X, y_pm, resolved, plan.scale, weight)
+    evaluation = None if eval_set is None else prepare(eval_set[0], eval_set[1], resolved, data.scale)
     shift = None
-    if rows is not None and plan.scale is not False and not is_sparse(data.X):
+    if standardized and plan.scale is not False and not is_sparse(data.X):
         data, shift, transform = standardize(data)
         if evaluation is not None:
             evaluation = dataclasses.replace(evaluation, X=transform(evaluation.X), scale=data.scale)
     space = RowSpace.of(data.X, plan.components.algorithms, data.backend, _models(plan, rule))
-    if space is not None:  # wide rows: trained in their span, the model mapped back to the columns
-        columns_scale, unit = data.scale, np.ones(space.features.shape[1])
-        data = dataclasses.replace(data, X=resolved.asarray(space.features), scale=unit)
-        if evaluation is not None:
-            evaluation = dataclasses.replace(evaluation, X=resolved.asarray(space.coordinates(evaluation.X)),
-                                             scale=unit)
-        return space.expand(_fit_binary(data, classes, plan, rule, evaluation, started), columns_scale)
-    model = _fit_binary(data, classes, plan, rule, evaluation, started, shift=shift)
-    return model if rows is None else rows.cut(model, X, y_pm, plan.measure, tune=plan.tune_threshold)
+    if space is None:
+        return _fit_binary(data, classes, plan, rule, evaluation, started, shift=shift)
+    # wide rows: trained in their span, the model mapped back to the columns
+    columns_scale, unit = data.scale, np.ones(space.features.shape[1])
+    data = dataclasses.replace(data, X=resolved.asarray(space.features), scale=unit)
+    if evaluation is not None:
+        evaluation = dataclasses.replace(evaluation, X=resolved.asarray(space.coordinates(evaluation.X)), scale=unit)
+    return space.expand(_fit_binary(data, classes, plan, rule, evaluation, started), columns_scale)
 
 
 def _models(plan: FitPlan, rule: Rule) -> int:

@@ -73,11 +73,15 @@ class RowSample:
     def cut(self, model: Any, X: Any, y_pm: np.ndarray, measure: Any, *, tune: bool = True) -> Any:
         """``model`` (trained on the sample) with its threshold moved to the best cut of ``measure``
         on the rest of the rows, and the account in its fit report's ``subsample``."""
+        scores = None if not tune else np.asarray(to_numpy(model.decision_function(X)), dtype=np.float64)[self.rest]
+        return self.cut_scores(model, scores, y_pm, measure)
+
+    def cut_scores(self, model: Any, scores: np.ndarray | None, y_pm: np.ndarray, measure: Any) -> Any:
+        """:meth:`cut` with the rest's ``scores`` by ``model`` given (None: the threshold is not tuned)."""
         begun = time.perf_counter()
         account = {"rows": int(self.sample.size), "of": int(y_pm.size), "cut_rows": int(self.rest.size)}
-        if not tune:
+        if scores is None:
             return dataclasses.replace(model, fit_report=model.fit_report.replace(subsample=account))
-        scores = np.asarray(to_numpy(model.decision_function(X)), dtype=np.float64)[self.rest]
         shift, value = best_cut(scores, y_pm[self.rest], measure)
         shift, value = float(shift), float(value)
         account.update({"threshold_shift": shift, "value": value})

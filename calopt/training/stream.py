@@ -31,6 +31,7 @@ weights, no checkpoints: each is a clear error here.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
@@ -55,7 +56,9 @@ from calopt.io.stream import (
 from calopt.models.linear import LinearModel
 from calopt.models.report import DataReading, FitReport, StreamReport
 from calopt.training.loop import NONFINITE, EpochRecord, run
+from calopt.training.pipeline import fit_rows
 from calopt.training.plan import FitPlan, check_count
+from calopt.training.sampling import RowSample, sample_size
 from calopt.training.selection import TRIAL_ROWS, choose_settings
 from calopt.training.threshold import best_cut, cut_values
 
@@ -301,7 +304,9 @@ def fit_chunks(source: Any, options: dict[str, Any], *, positive: Any = None, bu
     """:func:`calopt.fit` called with chunks (``y`` None): ``options`` (the plan's) and ``in_memory``
     checked, the plan resolved, then :func:`fit_stream`.
 
-    ``select="auto"`` (fit's default) means ``"none"`` on a stream; ``patience`` and
+    ``select="auto"`` (fit's default) trains a large stream on its survey's sample where nothing
+    the user chose asks otherwise (:func:`fit_stream_sample`), and means ``"none"`` on the
+    stream's own route; ``patience`` and
     ``max_epochs`` belong to the selection and are unused; the options a stream does not
     support (other backends, sample weights, an evaluation set, checkpoints, constraints) are errors.
     """
@@ -314,11 +319,65 @@ def fit_chunks(source: Any, options: dict[str, Any], *, positive: Any = None, bu
         if not any(value is ok or (isinstance(value, str) and value == ok) for ok in allowed):
             raise ParameterError(f"{name}: not supported when training on a stream of chunks")
     given.pop("patience", None), given.pop("max_epochs", None)
+    found = None
     if str(given.get("select", "auto")).strip().lower() == "auto":
         given["select"] = "none"
+        if all(given.get(name) is None for name in _USER_CHOICES) and given.get("tune_threshold", True):
+            source = chunk_source(source)
+            model, found = fit_stream_sample(source, given, positive=positive, buffer_rows=buffer_rows,
+                                             sample_rows=sample_rows, progress=progress)
+            if model is not None:
+                return model
     plan = FitPlan.resolve(task="direct", **given)
     return fit_stream(source, plan, positive=positive, buffer_rows=buffer_rows, sample_rows=sample_rows,
-                      progress=progress)
+                      progress=progress, found=found)
+
+
+#: Options that, given, keep a large stream on the stream's own route (:func:`fit_stream_sample`).
+_USER_CHOICES = ("algorithm", "loss", "epochs", "batch_size")
+
+
+def fit_stream_sample(source: ChunkSource, options: dict[str, Any], *, positive: Any = None,
+                      buffer_rows: int = BUFFER_ROWS, sample_rows: int = SAMPLE_ROWS,
+                      progress: Callable[[int, str], None] | None = None) -> tuple[LinearModel | None, Survey]:
+    """A large stream as large arrays are trained (:mod:`calopt.training.sampling`): the survey's
+    uniform sample of ``max(50,000, 1,000 · d)`` rows trains the in-memory default (L-BFGS with its
+    settings selection, dense features standardized), then one more pass scores every row and
+    the threshold is the exact best cut of the measure on the rows the model never saw. Two reads
+    of the data in all. Returns (None, the survey) where it does not apply, for :func:`fit_stream`
+    to go on with: fewer than twice that many rows, a survey sample smaller than that (rows too
+    wide for :func:`threshold_rows`' budget), or other than two classes."""
+    started = time.perf_counter()
+    found = survey(source, sample_rows=max(sample_rows, threshold_rows(source)),
+                   seed=int(options.get("seed") or 0), progress=progress)
+    size = sample_size(found.n_rows, found.n_features)
+    if size is None or found.sample_index.size < size or np.unique(found.labels).size != 2:
+        return None, found
+    y_pm, classes = encode_binary(found.labels, positive=positive, source="training labels")
+    trial = found.bottom(size)
+    rows = found.sample_index[trial]
+    plan = FitPlan.resolve(**{**options, "select": "auto"})
+    model = fit_rows(found.sample[trial], y_pm[rows], classes, plan, get_backend("numpy", dtype="float64"), started,
+                     standardized=True)
+    coef, intercept = np.asarray(model.coef, dtype=np.float64), float(model.intercept)
+    scores, at = np.empty(found.n_rows), 0
+    for part in source.parts():
+        stop = at + int(part.X.shape[0])
+        scores[at:stop] = part.X @ coef[:part.X.shape[1]] + intercept  # a LIBSVM part may be narrower
+        at = stop
+        if progress is not None:
+            progress(stop, "threshold")
+    rest = np.ones(found.n_rows, dtype=bool)
+    rest[rows] = False
+    sample = RowSample(rows, np.flatnonzero(rest))
+    model = sample.cut_scores(model, scores[sample.rest], y_pm, plan.measure)
+    report = model.fit_report.replace(
+        subsample={**model.fit_report.subsample, "drawn": "uniform"},  # the survey's sample, not stratified
+        stream=StreamReport(rows=found.n_rows, parts=len(found.part_rows), buffer_rows=buffer_rows,
+                            sample_rows=int(rows.size), seekable=source.seekable,
+                            threshold_rows=int(sample.rest.size), exact_threshold=True, passes=2),
+        data=DataReading.from_json(found.reading()))
+    return dataclasses.replace(model, fit_report=report, fit_seconds=time.perf_counter() - started), found
 
 
 def partial_fit_chunks(estimator: Any, chunks: Any, classes: Any = None) -> Any:
