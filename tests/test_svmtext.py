@@ -270,11 +270,11 @@ def test_convert_makes_a_second_pass_when_the_first_cannot_write_as_it_reads(tmp
     convert(open_stream(path, chunk_bytes=4096), tmp_path / "one")
     write, calls = stream._ArrayWriter.add, []
 
-    def refuse_first(self, X):
+    def refuse_first(self, X, **options):
         calls.append(1)
         if len(calls) == 1:
             raise stream._Rewrite
-        write(self, X)
+        write(self, X, **options)
 
     monkeypatch.setattr(stream._ArrayWriter, "add", refuse_first)
     convert(open_stream(path, chunk_bytes=4096), tmp_path / "two")
