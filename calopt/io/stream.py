@@ -1230,7 +1230,7 @@ class _OutFile:
                 if exc.errno != errno.EINVAL:
                     raise
         if self.fd < 0:
-            self.handle = open(path, "wb")
+            self.handle = open(path, "wb")  # noqa: SIM115 (open until close())
         else:
             self.stage = np.frombuffer(mmap.mmap(-1, self.STAGE), dtype=np.uint8)
 
@@ -1261,7 +1261,7 @@ class _OutFile:
             if exc.errno != errno.EINVAL:
                 raise
             os.close(self.fd)
-            self.fd, self.handle = -1, open(self.path, "r+b")
+            self.fd, self.handle = -1, open(self.path, "r+b")  # noqa: SIM115 (open until close())
             self.handle.seek(self.written + done)
             self.handle.write(view[done:self.held])
             self.handle.truncate()
@@ -1316,11 +1316,14 @@ class _ArrayWriter:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        complete = exc[0] is None  # else the files are left as they are (and removed)
         try:
             self._wait()
+        except BaseException:
+            complete = False
+            raise
         finally:
             self.thread.shutdown(wait=True)
-            complete = exc[0] is None
             for handle in self.files.values():
                 handle.close(complete)
 
