@@ -185,8 +185,12 @@ def test_a_bad_token_in_a_later_block_is_named_by_its_line(tmp_path, monkeypatch
     with pytest.raises(DataError) as error:
         survey(open_stream(path, chunk_bytes=256))
     messages.append(str(error.value))
-    assert messages[0] == messages[1] == messages[2]
+    with pytest.raises(DataError) as error:  # blocks parsed two at a time, in threads
+        convert(open_stream(path, chunk_bytes=256), tmp_path / "out")
+    messages.append(str(error.value))
+    assert len(set(messages)) == 1
     assert messages[0].startswith(f"{path}: {words} in ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.svm"]
 
 
 def test_the_first_bad_line_in_the_file_is_named_whatever_the_blocks(tmp_path, monkeypatch):
@@ -199,6 +203,8 @@ def test_the_first_bad_line_in_the_file_is_named_whatever_the_blocks(tmp_path, m
         read_data(path)
     with pytest.raises(DataError, match="line 120: feature 1 is nan"):
         survey(open_stream(path, chunk_bytes=512))
+    with pytest.raises(DataError, match="line 120: feature 1 is nan"):
+        convert(open_stream(path, chunk_bytes=512), tmp_path / "out")
 
 
 def test_index_zero_in_a_one_based_read_names_its_line_in_a_later_block(tmp_path, monkeypatch):

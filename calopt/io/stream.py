@@ -29,6 +29,7 @@ import mmap
 import os
 import shutil
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -76,6 +77,8 @@ CHUNK_BYTES = 32 << 20
 #: Bytes of LIBSVM text :func:`convert` parses at a time (see :meth:`ChunkSource.for_convert`):
 #: a sparse block's arrays stay below glibc's largest mmap threshold (32 MB).
 CONVERT_CHUNK_BYTES = 4 << 20
+#: Blocks of LIBSVM text :func:`convert` parses at once, in threads (:func:`_in_threads`).
+CONVERT_PARSE_THREADS = 2
 #: Rows the shuffle buffer keeps back to mix with the next part.
 BUFFER_ROWS = 50_000
 #: ``calopt train`` streams a data file at least this large without being asked (--stream).
@@ -153,7 +156,10 @@ class ChunkSource:
 
 
 class _TextSource(ChunkSource):
-    """LIBSVM or CSV text in blocks of whole lines; a plain file is seekable by byte offset."""
+    """LIBSVM or CSV text in blocks of whole lines; a plain file is seekable by byte offset.
+    ``parse_threads`` > 1: ``parts()`` parses that many blocks at once in threads (in order)."""
+
+    parse_threads = 1
 
     def __init__(self, found: Any, chunk_bytes: int):
         self.found, self.source, self.chunk_bytes = found, found.source, int(chunk_bytes)
@@ -169,8 +175,10 @@ class _TextSource(ChunkSource):
                     self.spans.append((line, offset, len(block)))
                     yield line, block
 
-        for unit, (line, block) in enumerate(read_ahead(blocks())):
-            part = self._parse(block, line)
+        read = read_ahead(blocks())
+        parsed = _in_threads(self._parse, read, self.parse_threads) if self.parse_threads > 1 \
+            else (self._parse(block, line) for line, block in read)
+        for unit, part in enumerate(parsed):
             part.unit = unit
             yield part
 
@@ -226,6 +234,7 @@ class _LibsvmSource(_TextSource):
         whatever the blocks), and a small block's arrays are taken from memory the allocator
         reuses, where those of a 32 MB block are mapped and faulted in afresh each time."""
         copy = _LibsvmSource(self.found, min(self.chunk_bytes, CONVERT_CHUNK_BYTES), self.requested)
+        copy.parse_threads = CONVERT_PARSE_THREADS
         return copy
 
     def settle(self, survey: Survey) -> None:
@@ -236,6 +245,25 @@ class _LibsvmSource(_TextSource):
             survey.max_abs = survey.max_abs[1:]
             if survey.sample is not None:
                 survey.sample = survey.sample[:, 1:]
+
+
+def _in_threads(parse: Callable[[bytes, int], Part], blocks: Iterable[tuple[int, bytes]],
+                threads: int) -> Iterator[Part]:
+    """``parse(block, line)`` of each ``(line, block)`` in order, ``threads`` blocks parsed at
+    once by a pool of threads (NumPy's kernels and pandas' parser release the GIL) while the
+    caller works on the part before: an exception is raised at its block's place."""
+    with ThreadPoolExecutor(threads, thread_name_prefix="calopt-parse") as pool:
+        pending: deque[Future] = deque()
+        try:
+            for line, block in blocks:
+                pending.append(pool.submit(parse, block, line))
+                if len(pending) > threads:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
 
 
 class _CsvSource(_TextSource):
