@@ -283,8 +283,8 @@ def test_convert_leaves_nothing_when_interrupted(tmp_path, monkeypatch):
     calls = []
     write = stream._ArrayWriter.add
 
-    def interrupted(self, X):  # after the first part is written into the temporary directory
-        write(self, X)
+    def interrupted(self, X, **options):  # after the first part is written into the temporary directory
+        write(self, X, **options)
         calls.append(1)
         raise KeyboardInterrupt
 

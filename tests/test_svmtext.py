@@ -185,8 +185,12 @@ def test_a_bad_token_in_a_later_block_is_named_by_its_line(tmp_path, monkeypatch
     with pytest.raises(DataError) as error:
         survey(open_stream(path, chunk_bytes=256))
     messages.append(str(error.value))
-    assert messages[0] == messages[1] == messages[2]
+    with pytest.raises(DataError) as error:  # blocks parsed two at a time, in threads
+        convert(open_stream(path, chunk_bytes=256), tmp_path / "out")
+    messages.append(str(error.value))
+    assert len(set(messages)) == 1
     assert messages[0].startswith(f"{path}: {words} in ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.svm"]
 
 
 def test_the_first_bad_line_in_the_file_is_named_whatever_the_blocks(tmp_path, monkeypatch):
@@ -199,6 +203,8 @@ def test_the_first_bad_line_in_the_file_is_named_whatever_the_blocks(tmp_path, m
         read_data(path)
     with pytest.raises(DataError, match="line 120: feature 1 is nan"):
         survey(open_stream(path, chunk_bytes=512))
+    with pytest.raises(DataError, match="line 120: feature 1 is nan"):
+        convert(open_stream(path, chunk_bytes=512), tmp_path / "out")
 
 
 def test_index_zero_in_a_one_based_read_names_its_line_in_a_later_block(tmp_path, monkeypatch):
@@ -270,11 +276,11 @@ def test_convert_makes_a_second_pass_when_the_first_cannot_write_as_it_reads(tmp
     convert(open_stream(path, chunk_bytes=4096), tmp_path / "one")
     write, calls = stream._ArrayWriter.add, []
 
-    def refuse_first(self, X):
+    def refuse_first(self, X, **options):
         calls.append(1)
         if len(calls) == 1:
             raise stream._Rewrite
-        write(self, X)
+        write(self, X, **options)
 
     monkeypatch.setattr(stream._ArrayWriter, "add", refuse_first)
     convert(open_stream(path, chunk_bytes=4096), tmp_path / "two")
@@ -282,3 +288,118 @@ def test_convert_makes_a_second_pass_when_the_first_cannot_write_as_it_reads(tmp
         np.testing.assert_array_equal(np.load(tmp_path / "one" / f"{name}.npy"),
                                       np.load(tmp_path / "two" / f"{name}.npy"))
     assert sorted(p.name for p in (tmp_path / "two").iterdir()) == sorted(p.name for p in (tmp_path / "one").iterdir())
+
+
+# ----------------------------------------------------------------------------- convert against load_svmlight_file
+def _converted(out: Path) -> tuple[sp.csr_matrix, np.ndarray]:
+    meta = json.loads((out / "calopt-stream.json").read_text())
+    data, indices, indptr = (np.load(out / f"{name}.npy") for name in ("data", "indices", "indptr"))
+    assert data.dtype == np.float64 and indices.dtype == np.int32 and indptr.dtype == np.int64
+    for name, array in (("data", data), ("indices", indices), ("indptr", indptr)):  # no byte after the array
+        assert (out / f"{name}.npy").stat().st_size == 128 + array.nbytes
+    X = sp.csr_matrix((data, indices, indptr), shape=(meta["n_rows"], meta["n_features"]))
+    return X, np.load(out / "y.npy")
+
+
+def _late_zero_text(rows: int) -> bytes:
+    """Zero-based text whose first index 0 is on its last line: read ``auto``, every part before
+    that line was written taken to be one-based, and is mended at the end."""
+    rng = np.random.default_rng(11)
+    lines = []
+    for i in range(rows):
+        columns = np.sort(rng.choice(np.arange(1, 60), size=int(rng.integers(0, 8)), replace=False))
+        values = [f"{v:.{int(rng.integers(1, 17))}g}" for v in rng.standard_normal(columns.size)]
+        lines.append(" ".join([str(int(rng.integers(0, 2)))] + [f"{j}:{v}" for j, v in zip(columns, values)]))
+    lines.append("1 0:2.5 7:1")
+    return ("\n".join(lines) + "\n").encode()
+
+
+CONVERTED = {"random zero-based": lambda: _random_text(np.random.default_rng(3), 2000),
+             "zero on the last line": lambda: _late_zero_text(2000),
+             "one-based": lambda: _late_zero_text(2000).rsplit(b"\n", 2)[0] + b"\n",
+             **{name: (lambda text=text: text) for name, text in {**COMMON, **OTHER}.items()}}
+
+
+@pytest.mark.parametrize("direct", [True, False])
+@pytest.mark.parametrize("name", sorted(CONVERTED))
+def test_convert_writes_what_load_svmlight_file_reads(tmp_path, monkeypatch, name, direct):
+    """The converted arrays against scikit-learn's reading of the text (``zero_based="auto"``),
+    bit for bit: many parts (4 KB blocks), the write buffer filled many times (8 KB), with
+    O_DIRECT and through the page cache."""
+    text = CONVERTED[name]()
+    path = tmp_path / "d.svm"
+    path.write_bytes(text)
+    monkeypatch.setattr(stream, "DIRECT_WRITES", direct)
+    monkeypatch.setattr(stream._OutFile, "STAGE", 2 * stream._OutFile.ALIGN)
+    try:
+        reference = _reference(text, zero_based="auto")
+    except ValueError:
+        with pytest.raises(DataError):
+            convert(open_stream(path, chunk_bytes=4096), tmp_path / "out")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["d.svm"]
+        return
+    if not (np.isfinite(reference[0].data).all() and np.isfinite(reference[1]).all()):
+        with pytest.raises(DataError, match="line"):  # scikit-learn reads inf; calopt refuses it
+            convert(open_stream(path, chunk_bytes=4096), tmp_path / "out")
+        return
+    found = convert(open_stream(path, chunk_bytes=4096), tmp_path / "out")
+    X, labels = _converted(tmp_path / "out")
+    _assert_same(X, labels, reference)
+    as_written = _reference(text, zero_based=True)[0]
+    assert found.zero_based is bool(as_written.nnz and as_written.indices.min() == 0)
+
+
+@pytest.mark.parametrize("zero_based", [True, False])
+def test_convert_with_the_index_base_given(tmp_path, zero_based):
+    text = _late_zero_text(1500).rsplit(b"\n", 2)[0] + b"\n"  # no index 0: either base reads it
+    path = tmp_path / "d.svm"
+    path.write_bytes(text)
+    convert(open_stream(path, chunk_bytes=4096, zero_based=zero_based), tmp_path / "out")
+    _assert_same(*_converted(tmp_path / "out"), _reference(text, zero_based=zero_based))
+
+
+def _refusing_direct_writes(monkeypatch, refuse_at: int, short_at: int | None = None) -> list[int]:
+    """os.write for O_DIRECT files refuses (EINVAL) its ``refuse_at``-th call, and writes one
+    aligned block less than asked at its ``short_at``-th; returns the count of such calls."""
+    import errno
+    import os
+
+    direct_fds, calls = set(), []
+    real_open, real_write = os.open, os.write
+
+    def opened(path, flags, *args, **kwargs):
+        fd = real_open(path, flags, *args, **kwargs)
+        if flags & getattr(os, "O_DIRECT", 0):
+            direct_fds.add(fd)
+        return fd
+
+    def written(fd, data):
+        if fd not in direct_fds:
+            return real_write(fd, data)
+        calls.append(1)
+        if len(calls) == refuse_at:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        if len(calls) == short_at and len(data) > stream._OutFile.ALIGN:
+            return real_write(fd, memoryview(data)[:len(data) - stream._OutFile.ALIGN])
+        return real_write(fd, data)
+
+    monkeypatch.setattr(stream.os, "open", opened)
+    monkeypatch.setattr(stream.os, "write", written)
+    return calls
+
+
+@pytest.mark.parametrize("refuse_at, short_at", [(1, None), (2, None), (3, 2), (10**9, 1)])
+def test_convert_falls_back_when_direct_writes_are_refused(tmp_path, monkeypatch, refuse_at, short_at):
+    """A file system refusing O_DIRECT at its first write or later (and a short write): the same
+    bytes through the page cache from there."""
+    if not hasattr(__import__("os"), "O_DIRECT"):
+        pytest.skip("no O_DIRECT on this OS")
+    text = _random_text(np.random.default_rng(5), 2000)
+    path = tmp_path / "d.svm"
+    path.write_bytes(text)
+    monkeypatch.setattr(stream._OutFile, "STAGE", 2 * stream._OutFile.ALIGN)
+    calls = _refusing_direct_writes(monkeypatch, refuse_at, short_at)
+    convert(open_stream(path, chunk_bytes=4096), tmp_path / "out")
+    if not calls:
+        pytest.skip("the file system refused O_DIRECT when the file was opened")
+    _assert_same(*_converted(tmp_path / "out"), _reference(text, zero_based="auto"))

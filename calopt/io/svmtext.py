@@ -93,8 +93,12 @@ def _parse_piece(block: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     if not _increasing(indices, indptr):
         return None
     label_starts, label_ends = starts[labels_at], ends[labels_at]
-    values = _whole(a, colons + 1, pair_ends - colons - 1)
-    labels = _whole(a, label_starts, label_ends - label_starts)
+    values = labels = None
+    # a point or an exponent can only be in a label or a value (the indices are digits): not
+    # every number is whole, and pandas reads them all (as it would after _whole's None)
+    if not (b"." in block or b"e" in block or b"E" in block):
+        values = _whole(a, colons + 1, pair_ends - colons - 1)
+        labels = _whole(a, label_starts, label_ends - label_starts)
     if values is None or labels is None:  # numbers with a point or an exponent: pandas reads them
         numbers = _numbers_of(a, pair_starts, colons, labels_at.size + indices.size)
         if numbers is None:
