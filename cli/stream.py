@@ -98,11 +98,12 @@ def train_stream(source: str, csv: CsvOptions, *, test: str | None, options: dic
     line each, before anything is read); ``--test`` is read in memory, like the training file."""
     for option, value in refused.items():
         if value:
-            raise ParameterError(f"{option}: not supported with --stream (a stream trains with --select none, "
+            raise ParameterError(f"{option}: not supported with --stream (a stream trains with --select auto or none, "
                                  f"on NumPy, without checkpoints)")
     if str(options.get("select", "auto")).strip().lower() not in ("auto", "none"):
-        raise ParameterError(f"--select {options['select']}: a stream trains with --select none (the step trial on "
-                             f"a sample, a fixed number of passes); cross-fitting needs the rows in memory")
+        raise ParameterError(f"--select {options['select']}: a stream trains with --select auto (a large one on its "
+                             f"first pass's sample) or none (the step trial on a sample, a fixed number of passes); "
+                             f"cross-fitting every row needs the rows in memory")
     stream = _open(source, csv)
     with pass_progress(not (as_json or no_progress)) as on_rows:
         try:
