@@ -38,6 +38,7 @@ __all__ = [
     "PseudoLinearMeasure",
     "confusion_counts",
     "confusion_matrix",
+    "has_class_count_form",
     "present_classes",
     "safe_divide",
 ]
@@ -100,6 +101,24 @@ def present_classes(matrix: Array, *, xp: Any) -> Array:
     return (xp.sum(matrix, axis=-1) > 0) | (xp.sum(matrix, axis=-2) > 0)
 
 
+def _present(tp: Array, fp: Array, fn: Array) -> Array:
+    """:func:`present_classes` from the one-vs-rest counts (TP + FN: the class's rows, TP + FP: its
+    predictions; the same booleans, the counts being sums of non-negative numbers)."""
+    return (tp + fn > 0) | (tp + fp > 0)
+
+
+def has_class_count_form(measure: Measure) -> bool:
+    """Whether ``measure``'s K-class value is :meth:`Measure.from_class_counts` of the one-vs-rest
+    counts: the class that defines its ``from_class_counts`` is the one that defines its
+    ``from_classes``, or derives from it (a measure that overrides ``from_classes`` alone may use
+    more of the matrix than those counts)."""
+    def owner(name: str) -> type:
+        return next(c for c in type(measure).__mro__ if name in vars(c))
+
+    counts = owner("from_class_counts")
+    return counts is not Measure and issubclass(counts, owner("from_classes"))
+
+
 @dataclasses.dataclass(frozen=True)
 class Measure(Component):
     """A performance measure of a binary classifier; greater is better."""
@@ -141,8 +160,19 @@ class Measure(Component):
         return self.from_classes(matrix, xp=xp)
 
     def from_classes(self, matrix: Array, *, xp: Any) -> Array:
-        """The measure of K > 2 classes from their confusion matrix (measures with ``multiclass``)."""
-        raise NotImplementedError(f"measure {self.name!r} declares multiclass but defines no from_classes")
+        """The measure of K > 2 classes from their confusion matrix (measures with ``multiclass``):
+        :meth:`from_class_counts` of its one-vs-rest counts, unless a measure defines its own."""
+        return self.from_class_counts(*_class_counts(matrix, xp=xp), xp=xp)
+
+    def from_class_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        """The measure of K > 2 classes from each class's counts against the rest ((..., K) arrays:
+        TP, FP, TN, FN), for a measure whose K-class value depends on the confusion matrix only
+        through them (every one calopt defines). A class is present when it is in the labels or
+        the predictions (TP + FN > 0 or TP + FP > 0). The decision rule's search evaluates many
+        candidate rules at once this way (O(K) numbers each, not K²):
+        :func:`has_class_count_form` says when it may."""
+        raise NotImplementedError(f"measure {self.name!r} declares multiclass but defines neither from_classes "
+                                  f"nor from_class_counts")
 
     @classmethod
     def properties(cls) -> dict[str, Any]:
@@ -199,12 +229,11 @@ class ConcaveMeasure(Measure):
         measures that extend to K classes define it (G-mean: the geometric mean of the recalls)."""
         raise NotImplementedError(f"measure {self.name!r} declares multiclass but defines no psi_classes")
 
-    def from_classes(self, matrix: Array, *, xp: Any) -> Array:
+    def from_class_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
         """Ψ of the per-class recalls of the classes in the labels or the predictions; a class
         predicted but absent from the labels has recall 0, as imbalanced-learn's
         ``geometric_mean_score(average="multiclass")`` counts it."""
-        tp, _, _, fn = _class_counts(matrix, xp=xp)
-        return self.psi_classes(safe_divide(tp, tp + fn, xp=xp), present_classes(matrix, xp=xp), xp=xp)
+        return self.psi_classes(safe_divide(tp, tp + fn, xp=xp), _present(tp, fp, fn), xp=xp)
 
     def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
         """Ψ(TPR, TNR), where a class absent from both the labels and the predictions has
@@ -225,15 +254,14 @@ class PseudoLinearMeasure(Measure):
     family: ClassVar[str] = "pseudo-linear"
     multiclass: ClassVar[str | None] = "the mean of its one-vs-rest values (average=micro: of the summed counts)"
 
-    def from_classes(self, matrix: Array, *, xp: Any) -> Array:
+    def from_class_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
         """The macro average of the one-vs-rest values over the classes in the labels or the
         predictions (scikit-learn's ``average="macro"``), or with ``average="micro"`` the value
         of the counts summed over the classes."""
-        tp, fp, tn, fn = _class_counts(matrix, xp=xp)
         if getattr(self, "average", "macro") == "micro":
             return self.from_counts(xp.sum(tp, axis=-1), xp.sum(fp, axis=-1), xp.sum(tn, axis=-1),
                                     xp.sum(fn, axis=-1), xp=xp)
-        present = present_classes(matrix, xp=xp)
+        present = _present(tp, fp, fn)
         values = xp.where(present, self.from_counts(tp, fp, tn, fn, xp=xp), xp.zeros_like(tp))
         return safe_divide(xp.sum(values, axis=-1), xp.sum(xp.astype(present, values.dtype), axis=-1), xp=xp)
 

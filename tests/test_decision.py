@@ -125,3 +125,91 @@ def test_where_every_rule_scores_zero_the_balanced_rule_is_kept():
     balanced = np.argmax(proba / prior, axis=1)
     assert np.array_equal(rule.predict(proba), balanced)
     assert set(np.unique(rule.predict(proba))) != {0}  # the argmax predicts class 0 everywhere
+
+
+def _best_scale_by_plain_loops(spec, proba, codes, gains, j):
+    """Every distinct decision of column j's scale (one scale inside each interval of the sorted break
+    points, each rule's predictions counted from scratch): the best value."""
+    K = proba.shape[1]
+    scores = proba @ gains
+    others = np.max(np.where(np.arange(K) == j, -np.inf, scores), axis=1)
+    breaks = np.unique(others[scores[:, j] > 0] / scores[scores[:, j] > 0, j])
+    breaks = breaks[breaks > 0]
+    scales = np.concatenate([breaks[:1] / 2, np.sqrt(breaks[:-1] * breaks[1:]), breaks[-1:] * 2])
+    best = -np.inf
+    for s in scales:
+        trial = gains.copy()
+        trial[:, j] *= s
+        best = max(best, _measure_of(spec, codes, np.argmax(proba @ trial, axis=1), K))
+    return best
+
+
+@pytest.mark.parametrize("spec", ["gmean", "min", "f1", "hmean"])
+def test_one_class_s_weight_search_is_every_decision_by_plain_loops(spec):
+    """The line search of coordinate ascent (every interval up to EXACT_BREAKS break points) finds
+    the best value of column j's scale that plain loops find, on the counts and on K × K matrices."""
+    from calopt.training import decision
+
+    proba, codes = _long_tailed(300, 4, seed=11)
+    gains = np.diag([1.0, 1.7, 0.6, 2.5])
+    measure = get_measure(spec)
+    for j in range(4):
+        expected = _best_scale_by_plain_loops(spec, proba, codes, gains, j)
+        rows = decision._Rows(measure, proba, codes, None)
+        scale, value = decision._line_search(rows, gains, j)
+        assert value == pytest.approx(expected, abs=1e-12)
+        trial = gains.copy()
+        trial[:, j] *= scale
+        assert _measure_of(spec, codes, np.argmax(proba @ trial, axis=1), 4) == pytest.approx(value, abs=1e-12)
+        rows.counted = False  # the K × K route, a few matrices at a time
+        old_cells, decision.MAX_CELLS = decision.MAX_CELLS, 16 * 10
+        try:
+            assert decision._line_search(rows, gains, j) == pytest.approx((scale, value), abs=1e-12)
+        finally:
+            decision.MAX_CELLS = old_cells
+
+
+def test_beyond_exact_breaks_the_search_still_finds_the_plain_loop_best_near_the_weight(monkeypatch):
+    """With fewer exact break points allowed than rows, the window around the current weight and the
+    coarse ranks outside still reach the plain-loop best here (a smooth measure of 2,000 rows)."""
+    from calopt.training import decision
+
+    monkeypatch.setattr(decision, "EXACT_BREAKS", 64)
+    proba, codes = _long_tailed(2000, 3, seed=5)
+    rows = decision._Rows(get_measure("gmean"), proba, codes, None)
+    for j in range(3):
+        expected = _best_scale_by_plain_loops("gmean", proba, codes, np.eye(3), j)
+        assert decision._line_search(rows, np.eye(3), j)[1] == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("spec", ["gmean", "f1", "min", "balanced-accuracy"])
+@pytest.mark.parametrize("K", [3, 6])
+def test_the_count_gradient_is_the_full_forward_difference_one(spec, K):
+    """Frank-Wolfe's gradient from 3K + 1 count vectors against K² + 1 forward differences of the
+    measure of confusion matrices, and its weights give ⟨G, C' − C⟩ for a confusion matrix C' with the
+    same class counts."""
+    from calopt.measures import _class_counts
+    from calopt.training.decision import _count_gradient, _gradient
+
+    rng = np.random.default_rng(K)
+    C = rng.integers(1, 40, size=(K, K)).astype(float)
+    tp, fp, _, fn = _class_counts(C, xp=np)
+    G, W = _count_gradient(get_measure(spec), tp, tp + fp, tp + fn)
+    full = _gradient(get_measure(spec), C)
+    np.testing.assert_allclose(G, full, atol=1e-4 * max(np.max(np.abs(full)), 1e-9))
+    other = rng.integers(1, 40, size=(K, K)).astype(float)
+    other *= (C.sum(axis=1) / other.sum(axis=1))[:, None]  # the same rows of each class
+    tp2, fp2, _, _ = _class_counts(other, xp=np)
+    assert np.sum(W * (np.stack([tp2, tp2 + fp2]) - np.stack([tp, tp + fp]))) == pytest.approx(
+        np.sum(G * (other - C)), rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("spec", ["gmean", "min", "f1", "hmean", "balanced-accuracy"])
+def test_the_rule_is_a_coordinate_wise_best_by_plain_loops(spec):
+    """No single class's weight of the chosen per-class weights does better on the rows (every decision
+    the weight can give, by plain loops): coordinate ascent ran to its end."""
+    proba, codes = _long_tailed(400, 5, seed=13)
+    rule = choose_rule(proba, codes, get_measure(spec))
+    assert np.count_nonzero(rule.gains - np.diag(np.diagonal(rule.gains))) == 0  # per-class weights
+    for j in range(5):
+        assert _best_scale_by_plain_loops(spec, proba, codes, rule.gains, j) <= rule.value + 1e-12

@@ -219,3 +219,50 @@ def test_the_multiclass_scorer_is_the_measure_on_k_classes(K, y_true, y_pred, we
 
     scored = make_scorer("gmean", average="multiclass")(Fixed(), np.zeros((len(t), 1)), t, sample_weight=weight)
     assert scored == pytest.approx(expected["gmean"], abs=1e-12)
+
+
+K_CLASS = ["min", "hmean", "qmean", "gmean", "balanced-accuracy", "accuracy", "f1", "fbeta:beta=2", "jaccard",
+           "f1:average=micro"]
+
+
+@pytest.mark.parametrize("spec", K_CLASS)
+def test_the_class_count_form_is_the_confusion_matrix_s_value(spec):
+    """from_class_counts of each class's one-vs-rest counts (TP, FP, TN, FN, counted by plain loops)
+    equals from_confusion on every case (absent classes, weights); has_class_count_form says so."""
+    from calopt.measures import has_class_count_form
+
+    measure = get_measure(spec)
+    assert has_class_count_form(measure)
+    for K, y_true, y_pred, weight in CASES:
+        w = np.ones(len(y_true)) if weight is None else weight
+        counts = np.zeros((4, K))
+        for t, p, v in zip(y_true, y_pred, w):
+            for c in range(K):
+                counts[0 if (t == c and p == c) else 1 if p == c else 3 if t == c else 2, c] += v
+        tp, fp, fn, tn = counts[0], counts[1], counts[3], counts[2]
+        expected = _value(spec, K, y_true, y_pred, weight)
+        assert float(measure.from_class_counts(tp, fp, tn, fn, xp=XP)) == pytest.approx(expected, abs=1e-12)
+
+
+def test_a_measure_that_overrides_from_classes_alone_has_no_class_count_form():
+    """A subclass whose from_classes uses more than the counts (here an off-diagonal cell) must not be
+    searched on counts; one that gives from_class_counts is, and its from_classes follows it."""
+    import dataclasses
+
+    from calopt.measures import has_class_count_form
+    from calopt_measures.concave import GMean
+
+    @dataclasses.dataclass(frozen=True)
+    class OffDiagonal(GMean):
+        def from_classes(self, matrix, *, xp):
+            return matrix[..., 0, 1]
+
+    @dataclasses.dataclass(frozen=True)
+    class Counted(GMean):
+        def from_class_counts(self, tp, fp, tn, fn, *, xp):
+            return xp.sum(tp, axis=-1)
+
+    assert not has_class_count_form(OffDiagonal())
+    assert has_class_count_form(Counted())
+    matrix = np.arange(9.0).reshape(3, 3)
+    assert float(Counted().from_confusion(matrix, xp=XP)) == 0 + 4 + 8

@@ -223,7 +223,7 @@ class DecisionReport(_Part):
     measure: str | None = None
     reason: str | None = None
     folds: int | None = None
-    fold_passes: int | None = None  #: L-BFGS iterations at the most of each fold model
+    fold_passes: int | None = None  #: L-BFGS evaluations (passes) at the most of each fold model
     held_out: float | None = None
     argmax: float | None = None
     mixture: float | None = None

@@ -5,11 +5,14 @@ a K-class measure other than accuracy (G-mean, min or macro-F1 over K classes, .
 decision rule that maximises it (:func:`~calopt.training.decision.choose_rule`), chosen on
 probabilities of rows the model that gave them did not see: the cross-fitting of the binary
 threshold, with the folds stratified by class. To keep it cheap each fold model starts from
-the model trained on every row and makes at most :data:`FOLD_PASSES` L-BFGS iterations on its
-fold's rows (SciPy's L-BFGS-B on the multinomial objective the ``multinomial`` algorithm
-minimises, scikit-learn's ``LogisticRegression``'s): the probabilities are those of models
-near the fold's optimum, not of models trained to convergence (benchmarks/bench_kclass_rule.py
-measured the cost and the values).
+the model trained on every row and makes at most :data:`FOLD_PASSES` evaluations of L-BFGS on
+its fold's rows (the multinomial objective the ``multinomial`` algorithm minimises,
+scikit-learn's ``LogisticRegression``'s), all fold models at once: one product with the rows
+a pass serves every fold, each with its own memory and line search, and a fold stops when
+its gradient is within :data:`FOLD_TOL`. The probabilities are those of models near the
+fold's optimum, not of models trained to convergence (benchmarks/bench_kclass_rule.py
+measured the cost and the values; running them to convergence did not choose better rules on
+the K-class benchmark's development half).
 
 The rule is deterministic by default (a gain matrix: :mod:`calopt.models.rule`); with
 ``randomised=True`` the model keeps the Frank-Wolfe mixture instead, whose Frank-Wolfe gap
@@ -23,8 +26,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.optimize
-import scipy.sparse
 
 from calopt.backends import is_sparse, to_numpy
 from calopt.measures import Measure
@@ -37,8 +38,10 @@ __all__ = ["FOLDS", "FOLD_PASSES", "choose_decision", "out_of_fold_proba", "skip
 
 #: Folds of the cross-fitting (fewer when the smallest class has fewer rows).
 FOLDS = 5
-#: L-BFGS iterations at the most of each fold model, from the model trained on every row.
+#: L-BFGS evaluations at the most of each fold model, from the model trained on every row.
 FOLD_PASSES = 10
+#: A fold model has converged when max |∇f| is at most this (the ``multinomial`` algorithm's tol).
+FOLD_TOL = 1e-4
 
 
 def skip_reason(measure: Measure, algorithm: Any, n_classes: int) -> str | None:
@@ -61,44 +64,123 @@ def _folds(codes: np.ndarray, seed: int) -> np.ndarray | None:
     return None if k < 2 else stratified_folds(codes, k, seed)
 
 
-def _objective(X: Any, onehot: np.ndarray, weight: np.ndarray, C: float) -> Any:
-    """f and ∇f of the multinomial objective on these rows, flattened (W (d, K), then b (K,)):
-    (1/m)·Σ s_i·[log Σ_c exp(z_ic) − z_i,y_i] + ‖W‖²/(2·C·m), the ``multinomial`` algorithm's."""
-    m, (d, K) = onehot.shape[0], (X.shape[1], onehot.shape[1])
+class _FoldObjectives:
+    """f and ∇f of the multinomial objective of every fold model at once, on the rows each fold
+    trains on: (1/m_f)·Σ s_i·[log Σ_c exp(z_ic) − z_i,y_i] + ‖W_f‖²/(2·C·m_f), the ``multinomial``
+    algorithm's, with the rows' weights s (mean 1 over the fold's rows, 0 on its held-out rows).
+    Parameters (F, d·K + K): each fold's W (d, K) flattened, then its b (K,). One product with the
+    rows serves every fold (the held-out rows are scored too, with weight 0); the scores are
+    fold- and class-major (F, K, n), so that every reduction over the classes is a few vector
+    operations over the rows."""
 
-    def f(z: np.ndarray) -> tuple[float, np.ndarray]:
-        W, b = z[:d * K].reshape(d, K), z[d * K:]
-        scores = np.asarray(X @ W) + b
-        top = np.max(scores, axis=1, keepdims=True)
-        lse = np.log(np.sum(np.exp(scores - top), axis=1)) + top[:, 0]
-        value = weight @ (lse - np.sum(onehot * scores, axis=1)) / m + np.sum(W * W) / (2 * C * m)
-        residual = (np.exp(scores - lse[:, None]) - onehot) * weight[:, None]
-        grad_w = np.asarray(X.T @ residual) / m + W / (C * m)
-        return float(value), np.concatenate([grad_w.ravel(), residual.sum(axis=0) / m])
+    def __init__(self, X: Any, codes: np.ndarray, weight: np.ndarray | None, fold: np.ndarray, K: int, C: float):
+        F = int(fold.max()) + 1
+        train = fold != np.arange(F)[:, None]  # (F, n): the rows each fold model trains on
+        s = train * (1.0 if weight is None else weight)
+        self.m = train.sum(axis=1).astype(np.float64)  # rows per fold model
+        # the weights of each fold's rows, mean 1 there, over its row count
+        self.s = s / (s.sum(axis=1) / self.m)[:, None] / self.m[:, None]
+        self.X, self.codes, self.K, self.F, self.C = X, codes, K, F, C
+        self.d, self.rows = X.shape[1], np.arange(codes.size)
 
-    return f
+    def _W(self, z: np.ndarray) -> np.ndarray:
+        """Every fold's W as (F, d, K)."""
+        return z[:, :self.d * self.K].reshape(self.F, self.d, self.K)
+
+    def scores(self, z: np.ndarray) -> np.ndarray:
+        """(F, K, n): every row's scores by every fold model."""
+        F, K = self.F, self.K
+        Wt = self._W(z).transpose(0, 2, 1).reshape(F * K, self.d)
+        product = np.asarray(self.X @ Wt.T).T if is_sparse(self.X) else Wt @ self.X.T
+        return product.reshape(F, K, -1) + z[:, self.d * K:, None]
+
+    def __call__(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """f (F,) and ∇f (F, d·K + K) of every fold model at z."""
+        F, K, d = self.F, self.K, self.d
+        scores = self.scores(z)
+        scores -= np.max(scores, axis=1, keepdims=True)
+        true = scores[:, self.codes, self.rows]  # (F, n)
+        residual = np.exp(scores)
+        total = residual.sum(axis=1)
+        W = self._W(z)
+        value = np.einsum("fn,fn->f", self.s, np.log(total) - true) + np.einsum("fdk,fdk->f", W, W) / (2 * self.C * self.m)
+        residual /= total[:, None, :]
+        residual[:, self.codes, self.rows] -= 1.0
+        residual *= self.s[:, None, :]
+        flat = residual.reshape(F * K, -1)
+        product = np.asarray(self.X.T @ flat.T).T if is_sparse(self.X) else flat @ self.X
+        grad_w = product.reshape(F, K, d).transpose(0, 2, 1) + W / (self.C * self.m[:, None, None])
+        return value, np.concatenate([grad_w.reshape(F, d * K), residual.sum(axis=2)], axis=1)
+
+
+def _lbfgs(objective: Any, start: np.ndarray, passes: int, tol: float, memory: int = 10) -> np.ndarray:
+    """At most ``passes`` evaluations of ``objective`` (f (M,) and ∇f (M, p) of M independent models
+    at (M, p)) by limited-memory BFGS (the two-loop recursion) with a backtracking line search on
+    the Armijo condition, each model its own memory and step (the ``multinomial`` algorithm's
+    method, batched over the fold models); stops early when every model's max |∇f| ≤ ``tol``."""
+    x = start.copy()
+    f, g = objective(x)
+    M = x.shape[0]
+    s_mem, y_mem, rho = np.zeros((memory, *x.shape)), np.zeros((memory, *x.shape)), np.zeros((memory, M))
+    step = np.ones(M)
+
+    filled = 0  # the memory's slots used by some model (the others have ρ = 0 and act as none)
+
+    def direction(g: np.ndarray) -> np.ndarray:
+        q, alphas = g.copy(), []
+        for i in range(memory - 1, memory - 1 - filled, -1):
+            alpha = rho[i] * np.einsum("mp,mp->m", s_mem[i], q)
+            q -= alpha[:, None] * y_mem[i]
+            alphas.append(alpha)
+        newest = rho[-1] > 0
+        yy = np.einsum("mp,mp->m", y_mem[-1], y_mem[-1])
+        gamma = np.where(newest, 1 / np.where(newest, rho[-1], 1.0) / np.where(yy > 0, yy, 1.0),
+                         1 / np.maximum(np.sqrt(np.einsum("mp,mp->m", g, g)), 1.0))
+        r = gamma[:, None] * q
+        for i, alpha in zip(range(memory - filled, memory), reversed(alphas)):
+            r += s_mem[i] * (alpha - rho[i] * np.einsum("mp,mp->m", y_mem[i], r))[:, None]
+        return -r
+
+    p = direction(g)
+    for _ in range(passes - 1):
+        if np.all(np.max(np.abs(g), axis=1) <= tol):
+            break
+        trial = x + step[:, None] * p
+        f_new, g_new = objective(trial)
+        accept = f_new <= f + 1e-4 * step * np.einsum("mp,mp->m", g, p)
+        s_new, y_new = trial - x, g_new - g
+        curvature = np.einsum("mp,mp->m", s_new, y_new)
+        remember = accept & (curvature > 1e-10)
+        if np.any(remember):
+            filled = min(filled + 1, memory)
+            s_mem[:, remember] = np.roll(s_mem[:, remember], -1, axis=0)
+            y_mem[:, remember] = np.roll(y_mem[:, remember], -1, axis=0)
+            rho[:, remember] = np.roll(rho[:, remember], -1, axis=0)
+            s_mem[-1, remember], y_mem[-1, remember] = s_new[remember], y_new[remember]
+            rho[-1, remember] = 1 / curvature[remember]
+        x = np.where(accept[:, None], trial, x)
+        f, g = np.where(accept, f_new, f), np.where(accept[:, None], g_new, g)
+        if np.any(accept):
+            p = np.where(accept[:, None], direction(g), p)
+        step = np.where(accept, 1.0, step * 0.5)
+    return x
 
 
 def out_of_fold_proba(X: Any, codes: np.ndarray, weight: np.ndarray | None, w: np.ndarray, b: np.ndarray,
-                      C: float, fold: np.ndarray, passes: int | None = None) -> np.ndarray:
+                      C: float, fold: np.ndarray, passes: int | None = None, tol: float = FOLD_TOL) -> np.ndarray:
     """Each row's probabilities by the fold model that did not see it: the model (w, b) trained
-    on every row, moved by at most ``passes`` L-BFGS iterations on the fold's other rows."""
+    on every row, moved by at most ``passes`` evaluations of L-BFGS on the fold's other rows
+    (every fold model at once: :class:`_FoldObjectives`, :func:`_lbfgs`), or until max |∇f| ≤ ``tol``."""
     passes = FOLD_PASSES if passes is None else passes
     X = X.tocsr() if is_sparse(X) else np.asarray(to_numpy(X), dtype=np.float64)
     K = w.shape[1]
-    onehot = (codes[:, None] == np.arange(K)).astype(np.float64)
-    weight = np.ones(codes.size) if weight is None else np.asarray(weight, dtype=np.float64)
-    start = np.concatenate([w.ravel(), b])
-    proba = np.empty((codes.size, K))
-    for f in range(int(fold.max()) + 1):
-        train, held = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
-        X_train = X[train]
-        rows_weight = weight[train] / np.mean(weight[train])
-        found = scipy.optimize.minimize(_objective(X_train, onehot[train], rows_weight, C), start, jac=True,
-                                        method="L-BFGS-B", options={"maxiter": passes})
-        W, b_fold = found.x[:w.size].reshape(w.shape), found.x[w.size:]
-        proba[held] = softmax(np.asarray(X[held] @ W) + b_fold)
-    return proba
+    objective = _FoldObjectives(X, codes, None if weight is None else np.asarray(weight, dtype=np.float64),
+                                fold, K, C)
+    start = np.tile(np.concatenate([np.asarray(w, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64)]),
+                    (objective.F, 1))
+    found = _lbfgs(objective, start, passes, tol)
+    scores = objective.scores(found)[fold, :, np.arange(codes.size)]  # (n, K): each row's own fold model
+    return softmax(scores)
 
 
 def choose_decision(X: Any, codes: np.ndarray, weight: np.ndarray | None, w: np.ndarray, b: np.ndarray, *,

@@ -155,7 +155,8 @@ class Lbfgs(Algorithm):
         # the accepted iterate, its gradient and the direction from it
         x = xp.where(accept[..., None], z, state.x)
         g_x = xp.where(accept[..., None], g, state.g)
-        p = xp.where(accept[..., None], self._direction(g_x, s_mem, y_mem, rho, xp), state.p)
+        p = xp.where(accept[..., None], self._direction(g_x, s_mem, y_mem, rho, xp, min(state.k, self.memory)),
+                     state.p)
         step = xp.where(accept, xp.ones_like(state.step), state.step * 0.5)
         g_max = xp.where(accept, xp.max(xp.abs(g), axis=-1), state.g_max)
         w, b = self._unflat(x + step[..., None] * p, state.w, xp)
@@ -198,11 +199,14 @@ class Lbfgs(Algorithm):
         xp = _namespace(state.g_max)
         return self.tol > 0 and bool(xp.all(state.g_max <= self.tol))
 
-    def _direction(self, g: Array, s: Array, y: Array, rho: Array, xp: Any) -> Array:
+    def _direction(self, g: Array, s: Array, y: Array, rho: Array, xp: Any, used: int | None = None) -> Array:
         """−H·∇f by the two-loop recursion over the memory (empty slots have ρ = 0 and act as none);
-        with no memory yet, the steepest descent direction scaled to unit length."""
+        with no memory yet, the steepest descent direction scaled to unit length. ``used``: the
+        newest slots that can hold a pair (one a pass at the most: ``min(k, memory)``); the older
+        ones are empty, and skipping them leaves the same numbers (their terms are exact zeros)."""
         q, alphas = g, []
-        for i in range(rho.shape[0] - 1, -1, -1):  # newest first
+        first = 0 if used is None else rho.shape[0] - used
+        for i in range(rho.shape[0] - 1, first - 1, -1):  # newest first
             alpha = rho[i, ...] * self._dot(s[i, ...], q, xp)
             q = q - alpha[..., None] * y[i, ...]
             alphas.append(alpha)
@@ -213,7 +217,7 @@ class Lbfgs(Algorithm):
         gamma = xp.where(newest, newest_sy / xp.where(newest_yy > 0, newest_yy, xp.ones_like(newest_yy)),
                          1 / xp.maximum(norm, xp.ones_like(norm)))
         r = gamma[..., None] * q
-        for i, alpha in enumerate(reversed(alphas)):  # oldest first
+        for i, alpha in zip(range(first, rho.shape[0]), reversed(alphas)):  # oldest first
             r = r + s[i, ...] * (alpha - rho[i, ...] * self._dot(y[i, ...], r, xp))[..., None]
         return -r
 

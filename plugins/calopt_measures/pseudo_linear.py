@@ -155,3 +155,7 @@ class Accuracy(PseudoLinearMeasure):
     def from_classes(self, matrix: Array, *, xp: Any) -> Array:
         eye = xp.eye(matrix.shape[-1], dtype=matrix.dtype, device=getattr(matrix, "device", None))
         return safe_divide(xp.sum(matrix * eye, axis=(-2, -1)), xp.sum(matrix, axis=(-2, -1)), xp=xp)
+
+    def from_class_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        """The share of rows predicted right, from the one-vs-rest counts."""
+        return safe_divide(xp.sum(tp, axis=-1), xp.sum(tp + fn, axis=-1), xp=xp)

@@ -88,3 +88,9 @@ class BalancedAccuracy(_Linear):
         eye = xp.eye(matrix.shape[-1], dtype=matrix.dtype, device=getattr(matrix, "device", None))
         recalls = safe_divide(xp.sum(matrix * eye, axis=-1), true, xp=xp)
         return safe_divide(xp.sum(recalls, axis=-1), xp.sum(xp.astype(true > 0, recalls.dtype), axis=-1), xp=xp)
+
+    def from_class_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        """The mean recall over the classes in the labels, from the one-vs-rest counts."""
+        true = tp + fn
+        recalls = safe_divide(tp, true, xp=xp)
+        return safe_divide(xp.sum(recalls, axis=-1), xp.sum(xp.astype(true > 0, recalls.dtype), axis=-1), xp=xp)
