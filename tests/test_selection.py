@@ -497,3 +497,31 @@ def test_on_far_more_features_than_rows_the_threshold_still_predicts_new_positiv
     monkeypatch.setattr(calopt.training.selection, "TRANSFER_MARGIN", np.inf)
     share_before, f1_before, _ = fresh(calopt.fit(X, y, measure="f1", seed=0))
     assert share_before < 0.05 and f1_before < 0.4  # the failure the check removes
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_stratified_folds_are_scikit_learn_s_stratified_k_fold(seed):
+    """The folds made without StratifiedKFold's checks are its folds: labels of any kind and order
+    (booleans, text, codes whose first appearance is not their order), k from 2 to the smallest class;
+    below that, StratifiedKFold itself (which warns)."""
+    import warnings
+
+    from sklearn.model_selection import StratifiedKFold
+
+    from calopt.training.selection import stratified_folds
+
+    rng = np.random.default_rng(seed)
+    cases = [rng.random(97) < 0.2, rng.integers(0, 5, 230), np.array(list("cabbcacbbbaacc" * 3)),
+             np.repeat([3, 0, 2, 1], [7, 40, 12, 9])[rng.permutation(68)]]
+    for labels in cases:
+        smallest = int(np.unique(labels, return_counts=True)[1].min())
+        for k in range(2, min(smallest, 6) + 1):
+            expected = np.empty(labels.size, dtype=np.int64)
+            for f, (_, held) in enumerate(StratifiedKFold(k, shuffle=True, random_state=seed).split(
+                    np.zeros(labels.size), labels)):
+                expected[held] = f
+            np.testing.assert_array_equal(stratified_folds(labels, k, seed), expected)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stratified_folds(np.array([0] * 20 + [1] * 3), 5, seed)
+    assert any("least populated class" in str(w.message) for w in caught)

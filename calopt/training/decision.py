@@ -231,13 +231,15 @@ def _count_gradient(measure: Measure, tp: np.ndarray, predicted: np.ndarray, tru
     along all three; returned with its weights on (TP, predicted)."""
     K = tp.size
     step = 1e-6 * max(float(true.sum()), 1.0)
-    eye = np.eye(K) * step
-    zero = np.zeros((K, K))
-    tps = np.concatenate([tp[None], tp + eye, np.broadcast_to(tp, (2 * K, K))])
-    predicteds = np.concatenate([predicted[None], predicted + eye, predicted + eye,
-                                 np.broadcast_to(predicted, (K, K))])
-    trues = np.concatenate([true[None], true + eye, true + zero, true + eye])
-    values = _count_values(measure, tps, predicteds, trues)
+    at = np.arange(K)
+    points = np.empty((3, 3 * K + 1, K))  # TP, predicted, true of: the point, then along the diagonal,
+    points[0], points[1], points[2] = tp, predicted, true  # predicted alone, true alone
+    points[0, 1 + at, at] += step
+    points[1, 1 + at, at] += step
+    points[2, 1 + at, at] += step
+    points[1, 1 + K + at, at] += step
+    points[2, 1 + 2 * K + at, at] += step
+    values = _count_values(measure, points[0], points[1], points[2])
     slopes = (values[1:] - values[0]) / step
     diagonal, along_predicted, along_true = slopes[:K], slopes[K:2 * K], slopes[2 * K:]
     G = along_true[:, None] + along_predicted[None, :]

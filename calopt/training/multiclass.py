@@ -34,12 +34,15 @@ from calopt.models.rule import softmax
 from calopt.training.decision import ITERATIONS, choose_rule
 from calopt.training.selection import stratified_folds
 
-__all__ = ["FOLDS", "FOLD_PASSES", "choose_decision", "out_of_fold_proba", "skip_reason"]
+__all__ = ["CERTIFICATE_ITERATIONS", "FOLDS", "FOLD_PASSES", "choose_decision", "out_of_fold_proba", "skip_reason"]
 
 #: Folds of the cross-fitting (fewer when the smallest class has fewer rows).
 FOLDS = 5
 #: L-BFGS evaluations at the most of each fold model, from the model trained on every row.
 FOLD_PASSES = 10
+#: Frank-Wolfe iterations when the rule is deterministic (its mixture only reports a value and a
+#: gap then; a randomised rule uses decision.ITERATIONS).
+CERTIFICATE_ITERATIONS = 10
 #: A fold model has converged when max |∇f| is at most this (the ``multinomial`` algorithm's tol).
 FOLD_TOL = 1e-4
 
@@ -197,7 +200,8 @@ def choose_decision(X: Any, codes: np.ndarray, weight: np.ndarray | None, w: np.
     if reason is not None:
         return {}, DecisionReport(rule="argmax", measure=measure.spec, reason=reason)
     proba = out_of_fold_proba(X, codes, weight, w, b, float(algorithm.C), fold)
-    rule = choose_rule(proba, codes, measure, sample_weight=weight, iterations=ITERATIONS)
+    rule = choose_rule(proba, codes, measure, sample_weight=weight,
+                       iterations=ITERATIONS if randomised else CERTIFICATE_ITERATIONS)
     report = DecisionReport(rule="randomised" if randomised else "gain matrix", measure=measure.spec,
                             folds=int(fold.max()) + 1, fold_passes=FOLD_PASSES,
                             held_out=rule.mixture_value if randomised else rule.value,

@@ -221,7 +221,27 @@ def folds_of(y: np.ndarray, rule: Rule, seed: int) -> np.ndarray:
 
 def stratified_folds(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
     """The fold (0..k−1) of each row, ``k`` folds stratified by ``labels`` (scikit-learn's
-    shuffled ``StratifiedKFold``): the binary selection's and the K-class rule's cross-fitting."""
+    shuffled ``StratifiedKFold``): the binary selection's and the K-class rule's cross-fitting.
+
+    When every class has k rows or more, its folds are made here the way ``StratifiedKFold``
+    makes them (classes in order of first appearance, each class's fold sizes dealt round-robin
+    over the sorted labels, each class's folds shuffled by ``RandomState(seed)``; the same folds,
+    tests/test_selection.py checks, without its input checks, a few tenths of a millisecond a
+    fit); else ``StratifiedKFold`` itself, which warns or refuses."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    counts = np.bincount(inverse)
+    if counts.min() >= k:
+        _, appearance = np.unique(first, return_inverse=True)
+        encoded = appearance[inverse.ravel()]
+        ordered = np.sort(encoded)
+        allocation = np.stack([np.bincount(ordered[i::k], minlength=first.size) for i in range(k)])
+        rng = np.random.RandomState(seed)
+        fold = np.empty(labels.size, dtype=np.int64)
+        for c in range(first.size):
+            folds_of_class = np.repeat(np.arange(k), allocation[:, c])
+            rng.shuffle(folds_of_class)
+            fold[encoded == c] = folds_of_class
+        return fold
     from sklearn.model_selection import StratifiedKFold
 
     fold = np.empty(labels.size, dtype=np.int64)
