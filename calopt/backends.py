@@ -59,19 +59,33 @@ def row_dot(a: Any, c: Any, xp: Any) -> Any:
     return xp.vecdot(a, c, axis=-1)
 
 
-def shift_in(memory: Any, new: Any, xp: Any) -> Any:
-    """``memory`` (slots on the first axis, oldest first) with its oldest slot dropped and ``new``
-    appended: the array API's ``concat([memory[1:], new[None]])``.
+def put_slot(memory: Any, slot: int, new: Any, xp: Any) -> Any:
+    """``memory`` (slots on the first axis) with slot ``slot`` replaced by ``new``.
 
-    On NumPy the slots move within ``memory`` itself (the caller gives up the old contents): no
-    new array a pass, so no fresh pages to fault in (L-BFGS's (10, 18, d) memories at d = 100,000
-    are 144 MB each), and the same values at the same places as the ``concat``.
-    """
+    On NumPy in place (the caller gives up the old contents): no new array a pass, so no fresh
+    pages to fault in (L-BFGS's (10, 18, d) memories at d = 100,000 are 144 MB each)."""
     if is_numpy(xp):
-        memory[:-1] = memory[1:]
-        memory[-1] = new
+        memory[slot, ...] = new
         return memory
-    return xp.concat([memory[1:, ...], new[None, ...]], axis=0)
+    return xp.concat([memory[:slot, ...], new[None, ...], memory[slot + 1:, ...]], axis=0)
+
+
+def put_slot_where(memory: Any, slot: int, new: Any, where: Any, xp: Any) -> Any:
+    """For a ring of slots whose oldest is ``slot`` and which moves on by one: the models
+    (``memory``'s second axis) where ``where`` holds get ``new`` in place of their oldest pair;
+    the others keep every pair in the same order from the ring's new start, so their slots
+    move on by one with it (``roll``).
+
+    On NumPy in place, moving only the models that keep their pairs."""
+    if is_numpy(xp):
+        keep, chosen = np.flatnonzero(~where), np.flatnonzero(where)
+        if keep.size:
+            memory[:, keep] = np.roll(memory[:, keep], 1, axis=0)
+        if chosen.size:
+            memory[slot, chosen] = new[chosen]
+        return memory
+    mask = xp.reshape(where, (1, *where.shape, *(1,) * (memory.ndim - 1 - where.ndim)))
+    return xp.where(mask, put_slot(memory, slot, new, xp), xp.roll(memory, 1, axis=0))
 
 
 #: The optional array libraries: backend name → (module, what to install when it is missing).

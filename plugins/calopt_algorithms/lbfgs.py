@@ -26,7 +26,7 @@ import math
 from typing import Any, ClassVar, NamedTuple
 
 from calopt.algorithms import Algorithm, Batch, Problem, Tunable, column
-from calopt.backends import row_dot, shift_in
+from calopt.backends import put_slot, put_slot_where, row_dot
 from calopt.errors import ParameterError
 
 Array = Any
@@ -58,6 +58,9 @@ class LbfgsState(NamedTuple):
     ties: Array  #: scores tied at a row's top with another, over the pass so far (then ``hits`` is not top-1)
     x_hits: Array  #: ``hits`` at the accepted iterate
     x_ties: Array  #: ``ties`` there
+    #: the slot of ``s``, ``y`` and ``rho`` holding the oldest pair (they are a ring: the pair i
+    #: passes older than the newest is in slot (head − 1 − i) mod memory)
+    head: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,17 +149,25 @@ class Lbfgs(Algorithm):
         # (per-model scalars [..., None] meet z's last axis, the parameters); when every model
         # remembers (most passes: one host read a pass, as converged() makes), no masking copy
         every = bool(xp.all(remember))
-        if every:  # the memory itself shifts (in place on NumPy: this state's arrays are not read again)
-            s_mem, y_mem = shift_in(state.s, s_new, xp), shift_in(state.y, y_new, xp)
+        # the memory is a ring: slot ``head`` holds the oldest pair, the new one replaces it and
+        # the ring moves on (in place on NumPy: this state's arrays are not read again)
+        head = state.head
+        if every:
+            s_mem, y_mem, rho = (put_slot(old, head, new, xp) for old, new in
+                                 ((state.s, s_new), (state.y, y_new), (state.rho, new_rho)))
+            head = (head + 1) % self.memory
+        elif bool(xp.any(remember)):
+            s_mem, y_mem, rho = (put_slot_where(old, head, new, remember, xp) for old, new in
+                                 ((state.s, s_new), (state.y, y_new), (state.rho, new_rho)))
+            head = (head + 1) % self.memory
         else:
-            s_mem, y_mem = (xp.where(remember[..., None], xp.concat([old[1:, ...], new[None, ...]], axis=0), old)
-                            for old, new in ((state.s, s_new), (state.y, y_new)))
-        rho = xp.where(remember, xp.concat([state.rho[1:, ...], new_rho[None, ...]], axis=0), state.rho)
-        # the accepted iterate, its gradient and the direction from it
-        x = xp.where(accept[..., None], z, state.x)
-        g_x = xp.where(accept[..., None], g, state.g)
-        p = xp.where(accept[..., None], self._direction(g_x, s_mem, y_mem, rho, xp, min(state.k, self.memory)),
-                     state.p)
+            s_mem, y_mem, rho = state.s, state.y, state.rho
+        # the accepted iterate, its gradient and the direction from it (every model remembering
+        # has accepted: no masking copies then)
+        x = z if every else xp.where(accept[..., None], z, state.x)
+        g_x = g if every else xp.where(accept[..., None], g, state.g)
+        p = self._direction(g_x, s_mem, y_mem, rho, xp, min(state.k, self.memory), head)
+        p = p if every else xp.where(accept[..., None], p, state.p)
         step = xp.where(accept, xp.ones_like(state.step), state.step * 0.5)
         g_max = xp.where(accept, xp.max(xp.abs(g), axis=-1), state.g_max)
         w, b = self._unflat(x + step[..., None] * p, state.w, xp)
@@ -165,7 +176,7 @@ class Lbfgs(Algorithm):
         return LbfgsState(w, b, xp.zeros_like(state.loss_sum), xp.zeros_like(state.grad_w_sum),
                           xp.zeros_like(state.grad_b_sum), x, xp.where(accept, f, state.f), g_x, p, step,
                           s_mem, y_mem, rho, state.k + 1, g_max, xp.zeros_like(state.hits),
-                          xp.zeros_like(state.ties), *hits)
+                          xp.zeros_like(state.ties), *hits, head)
 
     # -- flat parameters: a model's weights and intercept as one vector (overridden by Multinomial)
     # Model-major: a model's parameters are contiguous (on the CPU an inner product over the
@@ -199,25 +210,29 @@ class Lbfgs(Algorithm):
         xp = _namespace(state.g_max)
         return self.tol > 0 and bool(xp.all(state.g_max <= self.tol))
 
-    def _direction(self, g: Array, s: Array, y: Array, rho: Array, xp: Any, used: int | None = None) -> Array:
+    def _direction(self, g: Array, s: Array, y: Array, rho: Array, xp: Any, used: int | None = None,
+                   head: int = 0) -> Array:
         """−H·∇f by the two-loop recursion over the memory (empty slots have ρ = 0 and act as none);
-        with no memory yet, the steepest descent direction scaled to unit length. ``used``: the
-        newest slots that can hold a pair (one a pass at the most: ``min(k, memory)``); the older
-        ones are empty, and skipping them leaves the same numbers (their terms are exact zeros)."""
+        with no memory yet, the steepest descent direction scaled to unit length. The memory is a
+        ring whose oldest slot is ``head``. ``used``: the newest slots that can hold a pair (one a
+        pass at the most: ``min(k, memory)``); the older ones are empty, and skipping them leaves
+        the same numbers (their terms are exact zeros)."""
+        memory = rho.shape[0]
+        order = [(head + i) % memory for i in range(memory - (memory if used is None else used), memory)]
         q, alphas = g, []
-        first = 0 if used is None else rho.shape[0] - used
-        for i in range(rho.shape[0] - 1, first - 1, -1):  # newest first
+        for i in reversed(order):  # newest first
             alpha = rho[i, ...] * self._dot(s[i, ...], q, xp)
             q = q - alpha[..., None] * y[i, ...]
             alphas.append(alpha)
-        newest = rho[-1, ...] > 0
-        newest_yy = self._dot(y[-1, ...], y[-1, ...], xp)
-        newest_sy = 1 / xp.where(newest, rho[-1, ...], xp.ones_like(newest_yy))
+        newest_slot = (head - 1) % memory
+        newest = rho[newest_slot, ...] > 0
+        newest_yy = self._dot(y[newest_slot, ...], y[newest_slot, ...], xp)
+        newest_sy = 1 / xp.where(newest, rho[newest_slot, ...], xp.ones_like(newest_yy))
         norm = xp.sqrt(self._dot(g, g, xp))
         gamma = xp.where(newest, newest_sy / xp.where(newest_yy > 0, newest_yy, xp.ones_like(newest_yy)),
                          1 / xp.maximum(norm, xp.ones_like(norm)))
         r = gamma[..., None] * q
-        for i, alpha in zip(range(first, rho.shape[0]), reversed(alphas)):  # oldest first
+        for i, alpha in zip(order, reversed(alphas)):  # oldest first
             r = r + s[i, ...] * (alpha - rho[i, ...] * self._dot(y[i, ...], r, xp))[..., None]
         return -r
 
