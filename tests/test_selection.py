@@ -90,6 +90,33 @@ def test_lbfgs_reaches_logistic_regression(C, sparse):
     assert model.intercept == pytest.approx(reference.intercept_[0], abs=1e-6)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_lbfgs_keeps_the_scores_of_its_model_from_the_pass_that_evaluated_it(sparse):
+    """Full-batch L-BFGS keeps X·w + b of every row at the model it gives (the selection reads
+    them instead of scoring again): after every pass, equal to the product of that model, for
+    stacked models with different C on badly scaled rows (some passes step back, some models
+    accept and others not); a pass of several batches keeps none."""
+    from calopt.algorithms import Problem
+    from calopt.io.batches import ArrayReader
+    from calopt.training.loop import Trainer, run
+
+    X, y = _data(n=150, d=5, seed=11)
+    X = 100 * X
+    X_in = scipy.sparse.csr_matrix(X) if sparse else X
+    backend = calopt.get_backend("numpy")
+    algorithm = registry.get_algorithm("lbfgs", tol=0).stacked({"C": np.array([0.01, 1.0, 1e4])})
+    for batch, epochs in [(150, e) for e in range(1, 13)] + [(50, 3)]:
+        problem = Problem(backend.xp, backend.dtype, backend.device, 150, 5, float(np.mean(y > 0)),
+                          calopt.get_measure("f1"), calopt.get_loss("logistic"), batch, epochs, n_models=3)
+        result = run(algorithm, problem, ArrayReader(X_in, y, problem.xp), epochs=epochs, seed=0)
+        scores = algorithm.output_scores(result.state.algorithm)
+        if batch < 150:
+            assert scores is None
+            continue
+        w, b = Trainer(algorithm).weights(result.state)
+        np.testing.assert_allclose(scores, X @ np.asarray(w) + np.asarray(b), rtol=1e-12, atol=1e-9)
+
+
 # -- the stacked run is the candidates run one by one -----------------------------------------------
 @pytest.mark.parametrize("name, measure", [("spade", "gmean"), ("stamp", "f1"), ("sgd", "f1"), ("lbfgs", "f1")])
 def test_stacked_candidates_equal_separate_runs(monkeypatch, name, measure):

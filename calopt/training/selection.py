@@ -384,6 +384,16 @@ class Arm:
         return {k: float(v[column]) if getattr(v, "ndim", 0) == 1 else float(v)
                 for k, v in described.items() if getattr(v, "ndim", 0) <= 1}
 
+    def output_scores(self, states: Any) -> Array | None:
+        """Every model's scores X·w + b of every training row at :meth:`weights`, (n, S·(K+1)), where
+        the algorithm kept them from the pass that evaluated those weights (full-batch L-BFGS);
+        else None."""
+        if len(self.trainers) != 1 or self.trainers[0].chain.parts:
+            return None
+        kept = getattr(self.trainers[0].algorithm, "output_scores", None)
+        scores = None if kept is None else kept(states[0].algorithm)
+        return scores if scores is not None and scores.ndim == 2 else None
+
     def weights(self, states: Any, xp: Any) -> tuple[Array, Array]:
         """Every model's weights: w (d, S·(K+1)), b (S·(K+1),), candidate-major."""
         if len(self.trainers) == 1:
@@ -439,6 +449,8 @@ class Selector:
         self.base = fold_weights(folds, self.K, weight)  # (n, K + 1)
         held = np.flatnonzero(folds >= 0)
         self.X_held = X if held.size == y.size else take_rows(X, held, backend)
+        #: the held rows among the training rows (device indices), None where they are all of them
+        self.held_index = None if held.size == y.size else backend.xp.asarray(held, device=backend.device)
         self.y_held = backend.asarray(y[held])
         self.w_held = None if weight is None else backend.asarray(weight[held])
         # (rows, 1, K + 1): 1 where the row is held out from fold k; 0 for the refit column
@@ -525,7 +537,12 @@ class Selector:
             w, b = arm.weights(arm_state, xp)
             models_finite = xp.all(xp.isfinite(w), axis=0) & xp.isfinite(b)
             finite.append(xp.all(xp.reshape(models_finite, (S, self.K + 1)), axis=1))
-            scores = xp.reshape(self.X_held @ w + b, (-1, S, self.K + 1))
+            kept = arm.output_scores(arm_state)  # the pass's own scores of these weights, where kept
+            if kept is None:
+                kept = self.X_held @ w + b
+            elif self.held_index is not None:
+                kept = xp.take(kept, self.held_index, axis=0)
+            scores = xp.reshape(kept, (-1, S, self.K + 1))
             held_out.append(xp.sum(scores * self.mask, axis=2))  # (rows, S): each row by the model that did not see it
             seen.append(scores[:, :, :self.K])
             refit = xp.asarray(np.arange(S) * (self.K + 1) + self.K, device=self.backend.device)

@@ -61,6 +61,11 @@ class LbfgsState(NamedTuple):
     #: the slot of ``s``, ``y`` and ``rho`` holding the oldest pair (they are a ring: the pair i
     #: passes older than the newest is in slot (head − 1 − i) mod memory)
     head: int = 0
+    #: the scores X·w + b of every row at the trial point, where the pass was one batch of all the
+    #: rows in order (full-batch L-BFGS: (n,) or (n, M)); else None
+    trial_scores: Array | None = None
+    #: ``trial_scores`` at the accepted iterate (:meth:`Lbfgs.output_scores`)
+    x_scores: Array | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,9 +131,11 @@ class Lbfgs(Algorithm):
         losses = loss.value(margins, xp=xp)
         if weight is not None:
             coef, losses = coef * weight, losses * weight
+        whole = int(scores.shape[0]) == problem.n_samples  # one batch of every row (served in order)
         return state._replace(loss_sum=state.loss_sum + xp.sum(losses, axis=0),
                               grad_w_sum=state.grad_w_sum + X.T @ coef,
-                              grad_b_sum=state.grad_b_sum + xp.sum(coef, axis=0))
+                              grad_b_sum=state.grad_b_sum + xp.sum(coef, axis=0),
+                              trial_scores=scores if whole else None)
 
     def end_epoch(self, state: LbfgsState, data: Batch, problem: Problem) -> LbfgsState:
         """Accept the trial point if it decreased f enough (update the memory, new direction),
@@ -176,7 +183,8 @@ class Lbfgs(Algorithm):
         return LbfgsState(w, b, xp.zeros_like(state.loss_sum), xp.zeros_like(state.grad_w_sum),
                           xp.zeros_like(state.grad_b_sum), x, xp.where(accept, f, state.f), g_x, p, step,
                           s_mem, y_mem, rho, state.k + 1, g_max, xp.zeros_like(state.hits),
-                          xp.zeros_like(state.ties), *hits, head)
+                          xp.zeros_like(state.ties), *hits, head, None,
+                          self._accepted_scores(state, accept, every))
 
     # -- flat parameters: a model's weights and intercept as one vector (overridden by Multinomial)
     # Model-major: a model's parameters are contiguous (on the CPU an inner product over the
@@ -235,6 +243,23 @@ class Lbfgs(Algorithm):
         for i, alpha in zip(order, reversed(alphas)):  # oldest first
             r = r + s[i, ...] * (alpha - rho[i, ...] * self._dot(y[i, ...], r, xp))[..., None]
         return -r
+
+    @staticmethod
+    def _accepted_scores(state: LbfgsState, accept: Array, every: bool) -> Array | None:
+        """The rows' scores at the new accepted iterate: the pass's where it was accepted, the
+        accepted iterate's before where not (None where the pass or the iterate's pass was not
+        one batch of every row)."""
+        trial = state.trial_scores
+        if trial is None or every or state.k == 0:  # the first pass is accepted everywhere
+            return trial
+        if state.x_scores is None:
+            return None
+        return _namespace(trial).where(accept, trial, state.x_scores)
+
+    def output_scores(self, state: LbfgsState) -> Array | None:
+        """X·w + b of every training row (in order) at :meth:`output`'s model, from the pass that
+        evaluated it; None where no single pass scored every row."""
+        return state.x_scores
 
     def iterate(self, state: LbfgsState) -> tuple[Array, Array]:
         return state.w, state.b
