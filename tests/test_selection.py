@@ -117,6 +117,41 @@ def test_lbfgs_keeps_the_scores_of_its_model_from_the_pass_that_evaluated_it(spa
         np.testing.assert_allclose(scores, X @ np.asarray(w) + np.asarray(b), rtol=1e-12, atol=1e-9)
 
 
+def test_a_candidate_whose_models_converged_is_not_trained_further(monkeypatch):
+    """On sparse rows with many columns (L-BFGS's own work outweighs reading X) each candidate trains in a
+    trainer of its own, and under the automatic stop a candidate whose K + 1 models have all met
+    L-BFGS's tolerance stops: the strongly regularised one is updated on fewer passes than the
+    run has, and the selection equals, to the tolerance's effect, a run where every candidate
+    trains to the end."""
+    from calopt.training.selection import Selector
+
+    rng = np.random.default_rng(4)
+    X = scipy.sparse.random(1500, 3000, density=0.003, random_state=5, format="csr")  # more rows than its row space pays for
+    y = np.where(np.asarray(X @ rng.standard_normal(3000)).ravel() + 0.3 * rng.standard_normal(1500) > 0.4, 1, 0)
+    cls = type(registry.get_algorithm("lbfgs"))
+    calls: dict[tuple, int] = {}
+    update = cls.update
+
+    def counted(self, state, batch, problem):
+        key = tuple(np.unique(np.asarray(self.C)).tolist())
+        calls[key] = calls.get(key, 0) + 1
+        return update(self, state, batch, problem)
+
+    monkeypatch.setattr(cls, "update", counted)
+    model = calopt.fit(X, y, measure="f1", algorithm="lbfgs", select="cv:3", seed=1)
+    assert sorted(calls) == [(0.1,), (1.0,), (10.0,)]  # a trainer per candidate
+    passes = model.fit_report.selection["epochs_run"]
+    assert calls[(0.1,)] < passes and max(calls.values()) == passes
+    monkeypatch.setattr(cls, "update", update)
+    monkeypatch.setattr(Selector, "_retire", lambda self, state: state)
+    every = calopt.fit(X, y, measure="f1", algorithm="lbfgs", select="cv:3", seed=1)
+    got, want = model.fit_report.selection, every.fit_report.selection
+    assert got["algorithm"] == want["algorithm"]
+    np.testing.assert_allclose([c["value"] for c in got["candidates"]], [c["value"] for c in want["candidates"]],
+                               atol=0.02)
+    np.testing.assert_allclose(model.coef, every.coef, rtol=1e-2, atol=1e-3)
+
+
 # -- the stacked run is the candidates run one by one -----------------------------------------------
 @pytest.mark.parametrize("name, measure", [("spade", "gmean"), ("stamp", "f1"), ("sgd", "f1"), ("lbfgs", "f1")])
 def test_stacked_candidates_equal_separate_runs(monkeypatch, name, measure):

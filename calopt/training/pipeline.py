@@ -572,8 +572,9 @@ def _selector(data: Prepared, plan: FitPlan, rule: Rule, problem: Problem) -> tu
     rule_folds = folds_of(y_pm, rule, plan.seed)
     K = rule.folds if rule.kind == "cv" else 1
     top = float(np.max(fold_weights(rule_folds, K, weight)))
+    entries = int(data.X.nnz) if is_sparse(data.X) else int(data.X.shape[0]) * int(data.X.shape[1])
     arms = [Arm.build(candidate, candidate_loss, grid_of(candidate, plan.components.fixed), problem, K,
-                      data.backend, top) for candidate, candidate_loss in plan.components.candidates]
+                      data.backend, top, entries) for candidate, candidate_loss in plan.components.candidates]
     selector = Selector(arms, rule, rule_folds, data.X, y_pm, weight, plan.measure, data.backend,
                         patience=None if budget.epochs is not None else budget.patience,
                         latest=budget.epochs is not None)

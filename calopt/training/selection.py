@@ -60,6 +60,7 @@ from calopt.constraints import ConstrainedMeasure
 from calopt.errors import ParameterError, TrainingError
 from calopt.io.batches import ArrayReader, Batch
 from calopt.training.loop import Trainer, run
+from calopt.training.rowspace import COORDINATE_BYTES, ENTRY_BYTES
 from calopt.training.threshold import best_cut, best_threshold, positive_share, threshold_at_share
 
 __all__ = ["BOOTSTRAP", "CONFIDENCE", "CV_MINORITY", "CV_ROWS", "FOLDS", "HOLDOUT", "MAX_EPOCHS", "PATIENCE", "TRIAL_ROWS", "Arm",
@@ -324,82 +325,135 @@ def fold_weights(folds: np.ndarray, K: int, weight: np.ndarray | None) -> np.nda
     return columns / np.mean(columns, axis=0)
 
 
+def by_candidate(entries: int, d: int, models: int) -> bool:
+    """Whether a full-batch stacked algorithm trains each candidate's ``models`` in a trainer of
+    their own: where its own work a pass over a candidate's models (L-BFGS's recursion over
+    their d coordinates) outweighs reading the ``entries`` of X, which each trainer then does
+    again (text, wide data), so that a converged candidate's trainer can stop. Else one trainer
+    reads X once a pass for every candidate (dense rows of a few hundred columns)."""
+    return ENTRY_BYTES * entries <= COORDINATE_BYTES * d * models
+
+
 @dataclass
 class Arm:
     """One algorithm under selection: its candidates (the grid) × (K fold models + the refit).
 
-    A stackable algorithm trains all S·(K+1) models as the columns of one stacked model,
-    column ``c·(K+1) + j`` being candidate c's model j; any other trains them one by one.
+    Column ``c·(K+1) + j`` of the arm's models is candidate c's model j. A stackable algorithm
+    trains them as the columns of stacked models: all S·(K+1) in one trainer (X read once a
+    pass for all of them), or, for a full-batch algorithm (L-BFGS) whose own work a pass
+    outweighs reading X (:func:`by_candidate`), a candidate's K + 1 per trainer, so a candidate
+    whose models have all converged stops costing passes (:meth:`Selector._retire`). Any other
+    trains them one by one.
     """
 
     algorithm: Algorithm
     loss: Any
     grid: list[dict[str, Any]]
-    problem: Problem  #: the stacked problem (its loss, n_models = S·(K+1))
+    problem: Problem  #: the problem of one trainer (its loss, n_models: the columns it trains)
     trainers: list[Trainer] = field(default_factory=list)
     K: int = 1  #: folds (a held-out split: 1); each candidate has K fold models and a refit one
+    #: the arm's columns each trainer trains, (start, stop)
+    spans: list[tuple[int, int]] = field(default_factory=list)
 
     @classmethod
     def build(cls, algorithm: Algorithm, loss: Any, grid: list[dict[str, Any]], problem: Problem, K: int,
-              backend: Backend, max_weight: float) -> Arm:
-        S, xp = len(grid), backend.xp
-        models = S * (K + 1)
-        problem = problem._replace(loss=loss, max_weight=max_weight,
-                                   n_models=models if algorithm.stackable else 1)
+              backend: Backend, max_weight: float, entries: int = 0) -> Arm:
+        """The arm's trainers; ``entries``: the stored entries of the training rows (for :func:`by_candidate`)."""
+        S, xp, width = len(grid), backend.xp, K + 1
         if algorithm.stackable:
-            settings = {}
-            for name in grid[0]:  # None (no ball) is inf in a stacked run
-                values = np.repeat([math.inf if c[name] is None else c[name] for c in grid], K + 1)
-                settings[name] = xp.asarray(values, dtype=backend.dtype, device=backend.device)
-            trainers = [Trainer(algorithm.stacked(settings))]
+            split = algorithm.full_batch and by_candidate(entries, problem.n_features, width)
+            groups = [grid[c:c + 1] for c in range(S)] if split else [grid]
+            trainers = []
+            for group in groups:
+                settings = {}
+                for name in grid[0]:  # None (no ball) is inf in a stacked run
+                    values = np.repeat([math.inf if c[name] is None else c[name] for c in group], width)
+                    settings[name] = xp.asarray(values, dtype=backend.dtype, device=backend.device)
+                trainers.append(Trainer(algorithm.stacked(settings)))
+            per = width * len(groups[0])
         else:
-            trainers = [Trainer(dataclasses.replace(algorithm, **settings)) for settings in grid for _ in range(K + 1)]
-        return cls(algorithm, loss, grid, problem, trainers, K)
+            trainers = [Trainer(dataclasses.replace(algorithm, **settings)) for settings in grid for _ in range(width)]
+            per = 1
+        problem = problem._replace(loss=loss, max_weight=max_weight, n_models=per if algorithm.stackable else 1)
+        return cls(algorithm, loss, grid, problem, trainers, K, [(j * per, (j + 1) * per) for j in range(len(trainers))])
+
+    def trainers_of(self, candidate: int) -> list[int]:
+        """The trainers that train candidate's models."""
+        first, last = candidate * (self.K + 1), (candidate + 1) * (self.K + 1)
+        return [j for j, (start, stop) in enumerate(self.spans) if start < last and first < stop]
 
     def init(self) -> Any:
         return tuple(trainer.init(self.problem) for trainer in self.trainers)
 
     def _batches(self, batch: Batch) -> list[Batch]:
-        """The batch for each trainer: the arm's columns of the weights (B, S·(K+1)), or one column each."""
+        """The batch for each trainer: its columns of the arm's weights (B, S·(K+1)), or one column."""
         X, y, weight = batch
         if len(self.trainers) == 1:
             return [Batch(X, y, weight)]
-        return [Batch(X, y, weight[:, j]) for j in range(len(self.trainers))]
+        return [Batch(X, y, weight[:, start] if stop == start + 1 else weight[:, start:stop])
+                for start, stop in self.spans]
 
-    def update(self, states: Any, batch: Batch) -> Any:
-        return tuple(trainer.update(state, part, self.problem)
-                     for trainer, state, part in zip(self.trainers, states, self._batches(batch)))
+    def update(self, states: Any, batch: Batch, retired: list[bool]) -> Any:
+        """Each trainer's update, but for the ``retired`` ones (their states kept as they are)."""
+        return tuple(state if done else trainer.update(state, part, self.problem)
+                     for trainer, state, part, done in zip(self.trainers, states, self._batches(batch), retired))
 
-    def end_epoch(self, states: Any, data: Batch) -> Any:
-        return tuple(trainer.end_epoch(state, part, self.problem)
-                     for trainer, state, part in zip(self.trainers, states, self._batches(data)))
+    def end_epoch(self, states: Any, data: Batch, retired: list[bool]) -> Any:
+        return tuple(state if done else trainer.end_epoch(state, part, self.problem)
+                     for trainer, state, part, done in zip(self.trainers, states, self._batches(data), retired))
 
     def describe(self, states: Any, candidate: int) -> dict[str, float]:
         """The numbers ``describe_state`` gives for candidate's refit model (its objective, …)."""
         column = candidate * (self.K + 1) + self.K
-        if len(self.trainers) > 1:
-            described = self.trainers[column].describe_state(states[column])
+        j = next(j for j, (start, stop) in enumerate(self.spans) if start <= column < stop)
+        described = self.trainers[j].describe_state(states[j])
+        within = column - self.spans[j][0]
+        if self.spans[j][1] - self.spans[j][0] == 1:
             return {k: float(v) for k, v in described.items() if getattr(v, "ndim", 0) == 0}
-        described = self.trainers[0].describe_state(states[0])
-        return {k: float(v[column]) if getattr(v, "ndim", 0) == 1 else float(v)
+        return {k: float(v[within]) if getattr(v, "ndim", 0) == 1 else float(v)
                 for k, v in described.items() if getattr(v, "ndim", 0) <= 1}
 
-    def output_scores(self, states: Any) -> Array | None:
-        """Every model's scores X·w + b of every training row at :meth:`weights`, (n, S·(K+1)), where
-        the algorithm kept them from the pass that evaluated those weights (full-batch L-BFGS);
-        else None."""
-        if len(self.trainers) != 1 or self.trainers[0].chain.parts:
-            return None
-        kept = getattr(self.trainers[0].algorithm, "output_scores", None)
-        scores = None if kept is None else kept(states[0].algorithm)
-        return scores if scores is not None and scores.ndim == 2 else None
+    def _columns(self, states: Any, candidates: list[int], xp: Any, part: Any) -> list[Array]:
+        """``part(trainer, state)`` (an array whose last axis is the trainer's columns, or one
+        column without it) of the trainers of ``candidates``, cut to their columns, in order."""
+        pieces = []
+        for c in candidates:
+            first, last = c * (self.K + 1), (c + 1) * (self.K + 1)
+            for j in self.trainers_of(c):
+                start, stop = self.spans[j]
+                got = part(self.trainers[j], states[j])
+                if got is None:
+                    return []
+                if stop == start + 1:  # one model: (d,) weights, a 0-d (or Python float) intercept
+                    got = xp.expand_dims(xp.asarray(got), axis=-1)
+                if (start, stop) != (first, last):
+                    got = got[..., max(first, start) - start:min(last, stop) - start]
+                pieces.append(got)
+        return pieces
 
-    def weights(self, states: Any, xp: Any) -> tuple[Array, Array]:
-        """Every model's weights: w (d, S·(K+1)), b (S·(K+1),), candidate-major."""
-        if len(self.trainers) == 1:
+    def weights(self, states: Any, xp: Any, candidates: list[int] | None = None) -> tuple[Array, Array]:
+        """The models of ``candidates`` (every one by default): w (d, ·), b (·,), candidate-major,
+        K + 1 columns each."""
+        candidates = list(range(len(self.grid))) if candidates is None else candidates
+        if len(self.trainers) == 1 and len(candidates) == len(self.grid):
             return self.trainers[0].weights(states[0])
-        pairs = [trainer.weights(state) for trainer, state in zip(self.trainers, states)]
-        return xp.stack([w for w, _ in pairs], axis=1), xp.stack([b for _, b in pairs])
+        w = self._columns(states, candidates, xp, lambda trainer, state: trainer.weights(state)[0])
+        b = self._columns(states, candidates, xp, lambda trainer, state: trainer.weights(state)[1])
+        return xp.concat(w, axis=-1), xp.concat(b, axis=-1)
+
+    def output_scores(self, states: Any, candidates: list[int]) -> Array | None:
+        """The scores X·w + b of every training row by the models of ``candidates`` at
+        :meth:`weights`, (n, ·), where the algorithm kept them from the pass that evaluated those
+        weights (full-batch L-BFGS); else None."""
+        def kept(trainer: Trainer, state: Any) -> Array | None:
+            get = None if trainer.chain.parts else getattr(trainer.algorithm, "output_scores", None)
+            scores = None if get is None else get(state.algorithm)
+            return scores if scores is not None and scores.ndim == 2 else None
+
+        pieces = self._columns(states, candidates, None, kept) if self.spans[0][1] - self.spans[0][0] > 1 else []
+        if not pieces:
+            return None
+        return pieces[0] if len(pieces) == 1 else namespace(pieces[0]).concat(pieces, axis=-1)
 
 
 class SelectionState(NamedTuple):
@@ -420,6 +474,9 @@ class SelectionState(NamedTuple):
     stale: int  #: passes since it last improved
     passes: int  #: passes done
     diverged: list  #: the pass where each candidate's weights first were non-finite (0: never)
+    #: per arm, per trainer: whether it has stopped (its models converged by their algorithm's own
+    #: test: :meth:`Selector._retire`); its models then stay as they are
+    retired: tuple = ()
 
 
 class Selector:
@@ -512,7 +569,7 @@ class Selector:
                               problem.zeros(int(self.y_held.shape[0]), total, self.K) if self.K > 1 else problem.zeros(0),
                               problem.zeros(problem.n_features, total),
                               problem.zeros(total), problem.zeros(int(self.y_held.shape[0]), total), -math.inf,
-                              0, 0, [0] * total)
+                              0, 0, [0] * total, tuple([False] * len(arm.trainers) for arm in self.arms))
 
     def _split(self, batch: Batch) -> list[Batch]:
         """Each arm's share of a batch: its columns of the sample weights (the reader serves all arms')."""
@@ -520,34 +577,59 @@ class Selector:
         return [Batch(X, y, weight[:, start:stop]) for start, stop in self.columns]
 
     def update(self, state: SelectionState, batch: Batch, problem: Problem) -> SelectionState:
-        return state._replace(arms=tuple(arm.update(arm_state, part) for arm, arm_state, part
-                                         in zip(self.arms, state.arms, self._split(batch))))
+        return state._replace(arms=tuple(arm.update(arm_state, part, retired) for arm, arm_state, part, retired
+                                         in zip(self.arms, state.arms, self._split(batch), state.retired)))
 
     def end_epoch(self, state: SelectionState, data: Batch, problem: Problem) -> SelectionState:
-        arms = tuple(arm.end_epoch(arm_state, part) for arm, arm_state, part
-                     in zip(self.arms, state.arms, self._split(data)))
+        arms = tuple(arm.end_epoch(arm_state, part, retired) for arm, arm_state, part, retired
+                     in zip(self.arms, state.arms, self._split(data), state.retired))
         passes = state.passes + 1
-        return self._score(state._replace(arms=arms, passes=passes), passes)
+        return self._retire(self._score(state._replace(arms=arms, passes=passes), passes))
+
+    def _active(self, state: SelectionState) -> list[list[int]]:
+        """Per arm, its candidates that some trainer still trains."""
+        return [[c for c in range(S) if not all(retired[j] for j in arm.trainers_of(c))]
+                for arm, S, retired in zip(self.arms, self.sizes, state.retired)]
+
+    def _retire(self, state: SelectionState) -> SelectionState:
+        """Stop the trainers whose models have all converged by their algorithm's own test (L-BFGS:
+        max |∇f| ≤ tol, where scikit-learn's lbfgs stops each of its fits): later passes would
+        move them by less than the test's tolerance, and cost a pass each. Under the automatic
+        stop only (``patience``); with the passes given every model runs them all."""
+        if self.patience is None:
+            return state
+        retired = tuple([done or trainer.converged(trainer_state)
+                         for trainer, trainer_state, done in zip(arm.trainers, arm_state, arm_retired)]
+                        for arm, arm_state, arm_retired in zip(self.arms, state.arms, state.retired))
+        return state._replace(retired=retired)
 
     def _score(self, state: SelectionState, passes: int) -> SelectionState:
-        """Score every candidate's out-of-fold predictions; keep each one's best pass."""
+        """Score the out-of-fold predictions of every candidate still trained; keep each one's best pass."""
         xp = self.backend.xp
-        held_out, refit_w, refit_b, finite, seen = [], [], [], [], []
-        for arm, arm_state, S in zip(self.arms, state.arms, self.sizes):
-            w, b = arm.weights(arm_state, xp)
-            models_finite = xp.all(xp.isfinite(w), axis=0) & xp.isfinite(b)
-            finite.append(xp.all(xp.reshape(models_finite, (S, self.K + 1)), axis=1))
-            kept = arm.output_scores(arm_state)  # the pass's own scores of these weights, where kept
-            if kept is None:
-                kept = self.X_held @ w + b
-            elif self.held_index is not None:
-                kept = xp.take(kept, self.held_index, axis=0)
-            scores = xp.reshape(kept, (-1, S, self.K + 1))
-            held_out.append(xp.sum(scores * self.mask, axis=2))  # (rows, S): each row by the model that did not see it
-            seen.append(scores[:, :, :self.K])
-            refit = xp.asarray(np.arange(S) * (self.K + 1) + self.K, device=self.backend.device)
-            refit_w.append(xp.take(w, refit, axis=1))
-            refit_b.append(xp.take(b, refit, axis=0))
+        held_out, refit_w, refit_b, finite, seen, index = [], [], [], [], [], []
+        offset = 0
+        for arm, arm_state, S, candidates in zip(self.arms, state.arms, self.sizes, self._active(state)):
+            if candidates:
+                A = len(candidates)
+                w, b = arm.weights(arm_state, xp, candidates)
+                models_finite = xp.all(xp.isfinite(w), axis=0) & xp.isfinite(b)
+                finite.append(xp.all(xp.reshape(models_finite, (A, self.K + 1)), axis=1))
+                kept = arm.output_scores(arm_state, candidates)  # the pass's own scores of these weights
+                if kept is None:
+                    kept = self.X_held @ w + b
+                elif self.held_index is not None:
+                    kept = xp.take(kept, self.held_index, axis=0)
+                scores = xp.reshape(kept, (-1, A, self.K + 1))
+                held_out.append(xp.sum(scores * self.mask, axis=2))  # (rows, A): each row by the model that did not see it
+                seen.append(scores[:, :, :self.K])
+                refit = xp.asarray(np.arange(A) * (self.K + 1) + self.K, device=self.backend.device)
+                refit_w.append(xp.take(w, refit, axis=1))
+                refit_b.append(xp.take(b, refit, axis=0))
+                index.extend(offset + c for c in candidates)
+            offset += S
+        total = offset
+        if not index:
+            return state
         held_out = xp.concat(held_out, axis=1)
         thresholds, values = best_cut(held_out, self.y_held, self.measure, self.w_held)
         seen = xp.concat(seen, axis=1)
@@ -558,15 +640,22 @@ class Selector:
         finite = xp.astype(xp.concat(finite), values.dtype)
         numbers = to_numpy(xp.stack([thresholds, values, shares, finite], axis=1))  # one transfer a pass
         best_values, epochs = list(state.values), list(state.epochs)
-        diverged = [d or (passes if not ok else 0) for d, ok in zip(state.diverged, numbers[:, 3] > 0)]
+        diverged = list(state.diverged)
         best_thresholds, best_shares = list(state.thresholds), list(state.shares)
-        improved = np.zeros(len(best_values), dtype=bool)
-        for c, (threshold, value, share, _) in enumerate(numbers):
+        improved = np.zeros(total, dtype=bool)
+        for c, (threshold, value, share, ok) in zip(index, numbers):
+            diverged[c] = diverged[c] or (passes if not ok > 0 else 0)
             if math.isfinite(value) and math.isfinite(threshold) and not diverged[c] and (
                     self.latest or value >= best_values[c]):
                 improved[c] = True
                 best_values[c], epochs[c] = float(value), passes
                 best_thresholds[c], best_shares[c] = float(threshold), float(share)
+        if len(index) < total:  # the stopped candidates' columns: never kept below
+            where = np.full(total, -1)
+            where[index] = np.arange(len(index))
+            gather = xp.asarray(np.maximum(where, 0), device=self.backend.device)
+            held_out, seen = xp.take(held_out, gather, axis=1), xp.take(seen, gather, axis=1)
+            refit_w, refit_b = [xp.take(xp.concat(refit_w, axis=1), gather, axis=1)], [xp.take(xp.concat(refit_b), gather)]
         keep = xp.asarray(improved, device=self.backend.device)
         coef = xp.where(keep[None, :], xp.concat(refit_w, axis=1), state.coef)
         intercept = xp.where(keep, xp.concat(refit_b), state.intercept)
