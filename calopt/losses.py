@@ -45,6 +45,11 @@ class Loss(Component):
         """F'(z) (a subgradient where F is not differentiable)."""
         raise NotImplementedError
 
+    def value_and_derivative(self, z: Array, *, xp: Any) -> tuple[Array, Array]:
+        """(F(z), F'(z)): what a full-batch solver evaluates each pass (a loss may share work
+        between the two; the same numbers as :meth:`value` and :meth:`derivative`)."""
+        return self.value(z, xp=xp), self.derivative(z, xp=xp)
+
     @abc.abstractmethod
     def second_derivative(self, z: Array, *, xp: Any) -> Array:
         """F''(z) where it is defined (0 almost everywhere for piecewise-linear losses)."""

@@ -96,6 +96,13 @@ def test_derivatives_match_plain_formulas(name):
     )
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_value_and_derivative_together_match_plain_formulas(name):
+    value, derivative = _loss(name).value_and_derivative(GRID, xp=xp_np)
+    np.testing.assert_allclose(value, REFERENCE_VALUE[name](GRID), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(derivative, REFERENCE_DERIVATIVE[name](GRID), rtol=1e-12, atol=1e-14)
+
+
 def test_logistic_matches_scipy_far_from_zero():
     # log(1 + e^{-z}) = -log(expit(z)); SciPy's log_expit is stable everywhere.
     z = np.array([-700.0, -100.0, -40.0, 40.0, 100.0, 700.0])

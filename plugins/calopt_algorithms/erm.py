@@ -50,8 +50,11 @@ def _loss_gradient(w: Array, b: Array, batch: Batch, problem: Problem,
     scores = X @ w + b
     y = column(y, scores)
     margins = y * scores
-    coef = loss.derivative(margins, xp=xp) * y
-    losses = loss.value(margins, xp=xp) if value else None
+    if value:
+        losses, derivative = loss.value_and_derivative(margins, xp=xp)
+    else:
+        losses, derivative = None, loss.derivative(margins, xp=xp)
+    coef = derivative * y
     if weight is not None:
         coef = coef * weight
         losses = None if losses is None else losses * weight

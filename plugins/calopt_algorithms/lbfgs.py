@@ -127,8 +127,8 @@ class Lbfgs(Algorithm):
         scores = X @ state.w + state.b
         labels = column(y, scores)
         margins = labels * scores
-        coef = loss.derivative(margins, xp=xp) * labels
-        losses = loss.value(margins, xp=xp)
+        losses, derivative = loss.value_and_derivative(margins, xp=xp)
+        coef = derivative * labels
         if weight is not None:
             coef, losses = coef * weight, losses * weight
         whole = int(scores.shape[0]) == problem.n_samples  # one batch of every row (served in order)
