@@ -117,3 +117,16 @@ def test_multinomial_in_row_space_is_the_columns_model(monkeypatch, dense):
     np.testing.assert_allclose(wide.intercept, columns.intercept, rtol=0, atol=1e-6 * max(1.0, scale))
     np.testing.assert_allclose(wide.decision_function(X), columns.decision_function(X), rtol=0, atol=1e-5)
     assert np.array_equal(wide.predict(X), columns.predict(X))
+
+
+@pytest.mark.parametrize("rows", [3, 255, 600, 1031])
+def test_the_gram_matrix_of_sparse_rows_in_blocks_is_the_dense_product(rows):
+    """XX' of sparse rows, made in row blocks in threads, against the dense product (and the
+    same numbers whatever the blocks)."""
+    from calopt.training.rowspace import _gram
+
+    X = sp.random(rows, 900, density=0.02, random_state=rows, format="csr")
+    dense = X.toarray()
+    got = _gram(X)
+    np.testing.assert_allclose(got, dense @ dense.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(got, (X @ X.T).toarray())
