@@ -55,6 +55,8 @@ on every cell they are checked against scikit-learn's and imbalanced-learn's
     python benchmarks/bench_multiclass_measures.py --quick                 # smoke run: 2 small sets, split 0
     python benchmarks/bench_multiclass_measures.py --half dev --tag NEW    # the development half only
     python benchmarks/bench_multiclass_measures.py --report [--tag baseline] [--half confirm]
+    python benchmarks/bench_multiclass_measures.py --fold-seed 1 --tag T-twin --jobs 2   # the tuned rules' twins
+    python benchmarks/bench_multiclass_measures.py --report --tag T --twins T-twin      # with their noise floor
     python benchmarks/bench_multiclass_measures.py --list | --make-split
 
 Halves: ``benchmarks/split_multiclass.json`` splits the sets once, by name and whole families at a
@@ -270,10 +272,11 @@ def logistic() -> Any:
     return make_pipeline(StandardScaler(), LogisticRegression(max_iter=LR_MAX_ITER))
 
 
-def folds() -> Any:
+def folds(seed: int = 0) -> Any:
+    """The out-of-fold probabilities' folds (``seed`` 1: the twins' shuffled folds)."""
     from sklearn.model_selection import StratifiedKFold
 
-    return StratifiedKFold(FOLDS, shuffle=True, random_state=0)
+    return StratifiedKFold(FOLDS, shuffle=True, random_state=seed)
 
 
 def calopt_fit(X: Any, y: Any, measure: str) -> Any:
@@ -425,15 +428,16 @@ def _calopt_cells(data: dict, measures: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _tuned_cells(data: dict, measures: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+def _tuned_cells(data: dict, measures: list[str], fold_seed: int = 0) -> dict[str, dict[str, dict[str, Any]]]:
     """argmax, coord and xcolumns (sharing one refit LR and one set of out-of-fold probabilities)
-    and ovr-tuned, for each measure."""
+    and ovr-tuned, for each measure. With ``fold_seed`` other than 0 (the twins): argmax, coord and
+    xcolumns only, their out-of-fold probabilities on folds shuffled by that seed."""
     from sklearn.model_selection import cross_val_predict
 
     X, codes, X_test, y_test, classes = (data[k] for k in ("X_train", "y_train", "X_test", "y_test", "classes"))
     K = classes.size
     model, lr_seconds, lr_warnings = _timed(lambda: logistic().fit(X, codes))
-    oof, oof_seconds, oof_warnings = _timed(lambda: cross_val_predict(logistic(), X, codes, cv=folds(),
+    oof, oof_seconds, oof_warnings = _timed(lambda: cross_val_predict(logistic(), X, codes, cv=folds(fold_seed),
                                                                       method="predict_proba"))
     P_test = model.predict_proba(X_test)
     argmax = np.argmax(P_test, axis=1)
@@ -450,6 +454,8 @@ def _tuned_cells(data: dict, measures: list[str]) -> dict[str, dict[str, dict[st
         out[measure]["xcolumns"] = _record(y_test, predicted, classes, shared + seconds, measure,
                                            search_seconds=seconds, mixture=int(np.sum(rule.p > 0)),
                                            warnings=caught)
+        if fold_seed:
+            continue
         (models, thresholds), seconds, caught = _timed(lambda measure=measure: ovr_tuned(X, codes, measure, K))
         out[measure]["ovr-tuned"] = _record(y_test, ovr_predict(models, thresholds, X_test), classes, seconds,
                                             measure, thresholds=thresholds.tolist(), warnings=caught)
@@ -475,13 +481,14 @@ def load_split_data(name: str, split_seed: int) -> dict[str, Any]:
             "info": info}
 
 
-def run_task(name: str, split_seed: int, measures: list[str]) -> dict[str, Any]:
-    """Every method on every measure of one dataset × split; a failure is the task's result."""
+def run_task(name: str, split_seed: int, measures: list[str], fold_seed: int = 0) -> dict[str, Any]:
+    """Every method on every measure of one dataset × split (with ``fold_seed``: the twins of the
+    rules on out-of-fold probabilities only, :func:`_tuned_cells`); a failure is the task's result."""
     try:
         started = time.perf_counter()
         data = load_split_data(name, split_seed)
-        cells = _tuned_cells(data, measures)
-        for measure, record in _calopt_cells(data, measures).items():
+        cells = _tuned_cells(data, measures, fold_seed)
+        for measure, record in ({} if fold_seed else _calopt_cells(data, measures)).items():
             cells[measure]["calopt"] = record
         return {"name": name, "split": split_seed, "info": data["info"], "cells": cells,
                 "seconds": time.perf_counter() - started}
@@ -517,7 +524,7 @@ def _store(results: dict[str, Any], outcome: dict[str, Any]) -> str:
     results["tasks"][task] = outcome["seconds"]
     for measure, cell in outcome["cells"].items():
         results["cells"][f"{outcome['name']}|{measure}|split{outcome['split']}"] = _plain(cell, max_items=1000)
-    shown = {m: round(outcome["cells"]["gmean"][m]["value"], 3) for m in METHODS} if "gmean" in outcome["cells"] else ""
+    shown = {m: round(c["value"], 3) for m, c in outcome["cells"]["gmean"].items()} if "gmean" in outcome["cells"] else ""
     return f"{task} in {outcome['seconds']:.1f} s {shown}"
 
 
@@ -531,9 +538,9 @@ def run(args: argparse.Namespace) -> None:
     results = load_results(path)
     results.setdefault("tasks", {})
     results.setdefault("failed", {})
-    tasks = [(n, s, args.measures) for s in args.splits for n in names
+    tasks = [(n, s, args.measures, args.fold_seed) for s in args.splits for n in names
              if args.force or f"{n}|split{s}" not in results["tasks"]]
-    results.update(_header({"tag": args.tag, "quick": args.quick, "lr_max_iter": LR_MAX_ITER,
+    results.update(_header({"tag": args.tag, "quick": args.quick, "lr_max_iter": LR_MAX_ITER, "fold_seed": args.fold_seed,
                             "fw_iterations": FW_ITERATIONS, "max_rows": MAX_ROWS,
                             "min_class_rows": MIN_CLASS_ROWS}))
     print(f"{len(names)} datasets, {len(tasks)} dataset × split tasks to run (tag {args.tag!r}, "
@@ -558,7 +565,10 @@ def run(args: argparse.Namespace) -> None:
     finally:
         write_results(path, results)
     print(f"{len(tasks)} tasks in {time.perf_counter() - started:.0f} s", flush=True)
-    report(args)
+    if args.fold_seed:
+        print(f"twins saved; their noise floor: --report --tag MAIN --twins {args.tag}", flush=True)
+    else:
+        report(args)
 
 
 # -- the development / confirmation halves ---------------------------------------------
@@ -686,6 +696,49 @@ def render(summary: dict[str, Any], results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def twin_floor(rows: list[dict[str, Any]], twins: dict[str, Any]) -> dict[str, Any]:
+    """The noise floor of the tuned rules on out-of-fold probabilities: on the cells of ``rows``
+    that the twins' results (``--fold-seed``) also hold, per measure and rule, the mean of rule −
+    its twin and the share of cells where the rule is within TIE of its twin, beside calopt's mean
+    margin over the rule and its share within TIE of it; on every such cell and on the resolved ones."""
+    out: dict[str, Any] = {}
+    for measure in MEASURES:
+        for scope in ("all", "resolved"):
+            chosen = [r for r in rows if r["measure"] == measure and (scope == "all" or r["smallest_test_class"] >= RESOLVED)
+                      and f"{r['dataset']}|{measure}|{r['split']}" in twins["cells"]]
+            if not chosen:
+                continue
+            entry = {"cells": len(chosen)}
+            for rule in ("coord", "xcolumns"):
+                twin = [twins["cells"][f"{r['dataset']}|{measure}|{r['split']}"][rule]["value"] for r in chosen]
+                rule_minus_twin = [r["value"][rule] - t for r, t in zip(chosen, twin)]
+                calopt_minus = [r["value"]["calopt"] - r["value"][rule] for r in chosen]
+                entry[rule] = {"rule_minus_twin": mean(rule_minus_twin),
+                               "rule_within_twin": mean(d >= -TIE for d in rule_minus_twin),
+                               "twin_minus_rule": -mean(rule_minus_twin),
+                               "calopt_minus_rule": mean(calopt_minus),
+                               "calopt_within_rule": mean(d >= -TIE for d in calopt_minus)}
+            out[f"{measure}|{scope}"] = entry
+    return out
+
+
+def render_twins(floor: dict[str, Any], tag: str) -> str:
+    lines = [f"Noise floor of the tuned rules (twins: out-of-fold probabilities on folds shuffled by another seed, "
+             f"tag `{tag}`): per measure, calopt − rule beside twin − rule (mean over the same cells), and the share of "
+             f"cells within {TIE} of the rule for calopt and for the twin:", "",
+             "| measure | cells | calopt − coord | twin − coord | within: calopt / twin | calopt − xcolumns | "
+             "twin − xcolumns | within: calopt / twin |", "|---|---|---:|---:|---|---:|---:|---|"]
+    for key, e in floor.items():
+        measure, scope = key.split("|")
+        parts = []
+        for rule in ("coord", "xcolumns"):
+            r = e[rule]
+            parts.append(f"{r['calopt_minus_rule']:+.4f} | {r['twin_minus_rule']:+.4f} | "
+                         f"{r['calopt_within_rule']:.2f} / {r['rule_within_twin']:.2f}")
+        lines.append(f"| {measure} ({scope}) | {e['cells']} | " + " | ".join(parts) + " |")
+    return "\n".join(lines)
+
+
 def report(args: argparse.Namespace) -> None:
     path = results_path(args.tag)
     results = load_results(path)
@@ -697,6 +750,10 @@ def report(args: argparse.Namespace) -> None:
         raise SystemExit(f"{path.name}: no cell where every method ran")
     summary = summarize(rows)
     text = render(summary, results)
+    if args.twins:
+        floor = twin_floor(rows, load_results(results_path(args.twins)))
+        summary["twin_floor"] = floor
+        text += "\n\n" + render_twins(floor, args.twins)
     print(text)
     if names is None:  # the whole run's summary is a record; a subset's is not
         path.with_name(f"{path.stem}_summary.md").write_text(text + "\n")
@@ -716,11 +773,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true",
                         help=f"smoke run: {' and '.join(QUICK_SETS)} (or --datasets), split 0")
     parser.add_argument("--force", action="store_true", help="rerun tasks the tag's results already hold")
+    parser.add_argument("--fold-seed", type=int, default=0,
+                        help="other than 0: run only the twins of argmax, coord and xcolumns, their out-of-fold "
+                             "probabilities on folds shuffled by this seed (the noise floor; give --tag)")
+    parser.add_argument("--twins", metavar="TAG", help="with --report: the twins' results (a --fold-seed run) "
+                                                      "for a noise-floor table")
     parser.add_argument("--report", action="store_true", help="only summarise the tag's saved results")
     parser.add_argument("--list", action="store_true", help="list the datasets and exit")
     parser.add_argument("--make-split", action="store_true",
                         help="print the halves build_split derives (the committed split_multiclass.json)")
     args = parser.parse_args(argv)
+    if args.fold_seed and not args.tag:
+        parser.error("--fold-seed needs --tag (the twins' results are kept apart from the main run's)")
     args.tag = args.tag or ("quick" if args.quick else "baseline")
     if args.quick:
         args.datasets, args.splits = args.datasets or QUICK_SETS, [0]

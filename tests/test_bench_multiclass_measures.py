@@ -117,3 +117,37 @@ def test_quick_run_on_one_small_set(tmp_path, monkeypatch, capsys):
     expected = balanced_accuracy_score(y_test, model.predict(X_test))
     assert results["cells"]["newthyroid|balanced-accuracy|split0"]["argmax"]["value"] == pytest.approx(expected)
     assert "Done-when criteria" in capsys.readouterr().out
+
+
+def test_the_twins_run_the_rules_on_other_folds(tmp_path, monkeypatch, capsys):
+    """``--fold-seed 1``: argmax, coord and xcolumns only, coord's weights chosen on out-of-fold
+    probabilities from StratifiedKFold(5, shuffle=True, random_state=1); the report's noise floor
+    is each rule's value minus its twin's over the same cells."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict, train_test_split
+
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    monkeypatch.setattr(bench, "limit_threads", lambda: None)
+    bench.main(["--quick", "--datasets", "newthyroid", "--tag", "t"])
+    bench.main(["--quick", "--datasets", "newthyroid", "--tag", "tw", "--fold-seed", "1"])
+    main = json.loads((tmp_path / "multiclass_measures_t.json").read_text())
+    twins = json.loads((tmp_path / "multiclass_measures_tw.json").read_text())
+    for key, cell in twins["cells"].items():
+        assert sorted(cell) == ["argmax", "coord", "xcolumns"]
+        assert cell["argmax"]["value"] == main["cells"][key]["argmax"]["value"]  # the same refit model
+    X, y = bench.catalogue()["newthyroid"]()
+    X, y, _ = bench.prepare(X, y)
+    classes, codes = np.unique(y, return_inverse=True)
+    X_train, X_test, c_train, c_test = train_test_split(X, codes, test_size=0.3, random_state=0, stratify=codes)
+    oof = cross_val_predict(bench.logistic(), X_train, c_train, cv=StratifiedKFold(5, shuffle=True, random_state=1),
+                            method="predict_proba")
+    weights, _ = bench.coordinate_ascent(oof, c_train, "gmean")
+    assert twins["cells"]["newthyroid|gmean|split0"]["coord"]["weights"] == pytest.approx(weights.tolist())
+    capsys.readouterr()
+    bench.main(["--report", "--tag", "t", "--twins", "tw"])
+    assert "Noise floor of the tuned rules" in capsys.readouterr().out
+    rows = bench.join_cells(main)
+    floor = bench.twin_floor(rows, twins)
+    gmean = [r for r in rows if r["measure"] == "gmean"]
+    expected = np.mean([r["value"]["coord"] - twins["cells"][f"newthyroid|gmean|{r['split']}"]["coord"]["value"]
+                        for r in gmean])
+    assert floor["gmean|all"]["coord"]["rule_minus_twin"] == pytest.approx(expected)
