@@ -53,6 +53,8 @@ def test_the_rule_counts_the_bytes_a_pass_moves():
     assert not cheaper(2_000, 100_000, 2_000_000, models=1)  # one model: the columns cost less
     assert not cheaper(5_000, 300, 60_000, models=18)  # more rows than columns: never
     assert not cheaper(3_900, 7_000, 60_000, models=18)  # text of a few thousand rows: n² dominates
+    assert not cheaper(10_000, 1_000_000, 2_000_000, models=18)  # the set-up: n³/3 operations, 1.6 GB
+    assert cheaper(1_000, 50_000, 500_000, models=5)  # a multinomial model of 5 classes on wide rows
     X, _ = _wide()
     assert RowSpace.of(X, [Lbfgs()], NUMPY, models=18) is not None
     assert RowSpace.of(X, [Lbfgs(), Spade()], NUMPY, models=18) is None

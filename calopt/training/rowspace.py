@@ -15,8 +15,8 @@ LAPACK's Cholesky factorisation with pivoting of K (``dpstrf``, which stops at K
 numerical rank, so duplicated rows are fine): P'KP = LL' gives Φ = PL and B = P[L₁₁⁻ᵀ; 0].
 
 Where this applies (:meth:`RowSpace.of`): a NumPy float64 run of a rotation-invariant
-algorithm (every candidate of the plan), and where a pass in row space moves at most half the
-bytes of one over the columns (:func:`cheaper`: the selection's stacked models count), which
+algorithm (every candidate of the plan), and where a run in row space, its set-up included, moves at
+most half the bytes of one over the columns (:func:`cheaper`: the selection's stacked models count), which
 also keeps K's n² floats below the size of the data and the histories. The models agree with the column run's to rounding; two things are
 not the same to the bit: the sums run in another order, and L-BFGS's convergence test
 (max |∇f| ≤ tol) is taken on the gradient's coordinates in row space, which are not the
@@ -48,13 +48,23 @@ COORDINATE_BYTES = 320
 DENSE_BYTES = 16
 
 
+#: Passes a default run makes (its selection's 20 to 50): the row space's set-up is paid once against them.
+PASSES = 30
+#: Bytes of memory traffic one floating-point operation of the set-up costs as much time as (a
+#: blocked Cholesky factorisation runs at about twice the memory bandwidth in operations a second).
+FLOP_BYTES = 0.5
+
+
 def cheaper(n: int, d: int, nnz: int, models: int) -> bool:
-    """Whether a pass of ``models`` stacked models over n rows in row space (Φ: n × n at most)
-    moves at most half the bytes of one over the d columns with ``nnz`` stored entries: X (or Φ)
-    is read once a pass for all the models, the histories once per model."""
+    """Whether training ``models`` stacked models over n rows in row space (Φ: n × n at most) moves
+    at most half the bytes of training them over the d columns with ``nnz`` stored entries, over
+    :data:`PASSES` passes: X (or Φ) is read once a pass for all the models, the histories once per
+    model; the row space also pays its set-up once, the n × n Gram matrix and Φ written and K's
+    pivoted Cholesky factorisation (n³/3 operations: 30 s and 1.6 GB at n = 10,000)."""
     columns = ENTRY_BYTES * nnz + COORDINATE_BYTES * d * models
     rows = DENSE_BYTES * n * n + COORDINATE_BYTES * n * models
-    return n < d and 2 * rows <= columns
+    setup = FLOP_BYTES * n ** 3 / 3 + DENSE_BYTES * n * n
+    return n < d and 2 * (PASSES * rows + setup) <= PASSES * columns
 
 
 def _gram(X: Any) -> np.ndarray:
