@@ -593,9 +593,10 @@ class Selector:
 
     def _retire(self, state: SelectionState) -> SelectionState:
         """Stop the trainers whose models have all converged by their algorithm's own test (L-BFGS:
-        max |∇f| ≤ tol, where scikit-learn's lbfgs stops each of its fits): later passes would
-        move them by less than the test's tolerance, and cost a pass each. Under the automatic
-        stop only (``patience``); with the passes given every model runs them all."""
+        max |∇f| ≤ tol, where scikit-learn's lbfgs stops each of its fits): their best pass so
+        far stays theirs, and later passes, which would only refine them within that tolerance,
+        cost nothing. Under the automatic stop only (``patience``); with the passes given every
+        model runs them all."""
         if self.patience is None:
             return state
         retired = tuple([done or trainer.converged(trainer_state)

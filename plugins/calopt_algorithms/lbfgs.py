@@ -62,7 +62,8 @@ class LbfgsState(NamedTuple):
     #: passes older than the newest is in slot (head − 1 − i) mod memory)
     head: int = 0
     #: the scores X·w + b of every row at the trial point, where the pass was one batch of all the
-    #: rows in order (full-batch L-BFGS: (n,) or (n, M)); else None
+    #: rows (full-batch L-BFGS: (n,) or (n, M)), in the order the reader served them (an
+    #: ArrayReader's single batch: the rows' own order); else None
     trial_scores: Array | None = None
     #: ``trial_scores`` at the accepted iterate (:meth:`Lbfgs.output_scores`)
     x_scores: Array | None = None
@@ -131,7 +132,7 @@ class Lbfgs(Algorithm):
         coef = derivative * labels
         if weight is not None:
             coef, losses = coef * weight, losses * weight
-        whole = int(scores.shape[0]) == problem.n_samples  # one batch of every row (served in order)
+        whole = int(scores.shape[0]) == problem.n_samples  # one batch of every row
         return state._replace(loss_sum=state.loss_sum + xp.sum(losses, axis=0),
                               grad_w_sum=state.grad_w_sum + X.T @ coef,
                               grad_b_sum=state.grad_b_sum + xp.sum(coef, axis=0),
@@ -257,8 +258,9 @@ class Lbfgs(Algorithm):
         return _namespace(trial).where(accept, trial, state.x_scores)
 
     def output_scores(self, state: LbfgsState) -> Array | None:
-        """X·w + b of every training row (in order) at :meth:`output`'s model, from the pass that
-        evaluated it; None where no single pass scored every row."""
+        """X·w + b of every training row at :meth:`output`'s model, from the pass that evaluated it,
+        in the order the reader served the rows (the settings selection's ArrayReader: their own);
+        None where no single pass scored every row."""
         return state.x_scores
 
     def iterate(self, state: LbfgsState) -> tuple[Array, Array]:
