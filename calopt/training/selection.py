@@ -450,6 +450,8 @@ class Arm:
             scores = None if get is None else get(state.algorithm)
             return scores if scores is not None and scores.ndim == 2 else None
 
+        if len(self.trainers) == 1 and len(candidates) == len(self.grid):  # one trainer, every column
+            return kept(self.trainers[0], states[0])
         pieces = self._columns(states, candidates, None, kept) if self.spans[0][1] - self.spans[0][0] > 1 else []
         if not pieces:
             return None
