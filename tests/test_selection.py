@@ -401,6 +401,31 @@ def test_an_interrupted_selection_resumes_to_the_same_model(tmp_path):
     assert math.isfinite(resumed.fit_report.selection["value"])
 
 
+def test_a_selection_with_a_stopped_candidate_resumes_to_the_same_model(tmp_path):
+    """Sparse rows with many columns: a trainer per candidate, the strongly regularised one
+    stopped at its convergence (:func:`test_a_candidate_whose_models_converged_is_not_trained_further`);
+    interrupted after that, the run resumes from its checkpoint to the uninterrupted model."""
+    rng = np.random.default_rng(4)
+    X = scipy.sparse.random(1500, 3000, density=0.003, random_state=5, format="csr")
+    y = np.where(np.asarray(X @ rng.standard_normal(3000)).ravel() + 0.3 * rng.standard_normal(1500) > 0.4, 1, 0)
+    options = dict(measure="f1", algorithm="lbfgs", select="cv:3", seed=1)
+    reference = calopt.fit(X, y, **options)
+    calls = 0
+
+    def stop():
+        nonlocal calls
+        calls += 1
+        return calls == 20  # one batch a pass: after pass 19, the C = 0.1 candidate stopped at 12
+
+    path = tmp_path / "selection.npz"
+    with pytest.raises(TrainingInterrupted):
+        calopt.fit(X, y, **options, checkpoint=path, interrupt=stop)
+    resumed = calopt.fit(X, y, **options, resume=path)
+    np.testing.assert_array_equal(resumed.coef, reference.coef)
+    assert resumed.intercept == reference.intercept and resumed.algorithm == reference.algorithm
+    assert resumed.fit_report.selection == reference.fit_report.selection
+
+
 def test_ties_of_the_held_out_value_go_to_the_later_pass():
     """Separable classes with 12 positives: out of fold the measure reaches 1 after a pass or two
     and stays there; each candidate keeps the refit model of the last pass that ties its best, not
