@@ -633,6 +633,9 @@ def summarize_measure(rows: list[dict[str, Any]]) -> dict[str, Any]:
                       "below_far_resolved": [f"{r['dataset']} {r['split']}" for r in far
                                              if r["smallest_test_class"] >= RESOLVED],
                       "below_far_unresolved": sum(r["smallest_test_class"] < RESOLVED for r in far)}
+    resolved = [r for r in rows if r["smallest_test_class"] >= RESOLVED]
+    out["resolved"] = {"cells": len(resolved), **{other: mean(r["value"]["calopt"] - r["value"][other] for r in resolved)
+                                                  for other in METHODS[1:]}} if resolved else {"cells": 0}
     out["time_ratio"] = {m: median(r["seconds"][m] / r["seconds"]["argmax"] for r in rows if r["seconds"][m])
                          if any(r["seconds"][m] for r in rows) else None for m in METHODS}
     return out
@@ -681,6 +684,13 @@ def render(summary: dict[str, Any], results: dict[str, Any]) -> str:
         times = " | ".join(f"{s['time_ratio'][m]:.2f}" if s["time_ratio"][m] else "–" for m in
                            ("calopt", *TUNED))
         lines.append(f"| {measure} | {within} | {below} | {times} |")
+    lines += ["", (f"calopt's mean margin on the resolved cells only (smallest test class ≥ {RESOLVED} rows, where "
+              f"a split resolves {FAR}):"), "",
+              "| measure | resolved cells | − argmax | − ovr-tuned | − coord | − xcolumns |", "|---|---:|---:|---:|---:|---:|"]
+    for measure, s in summary["by_measure"].items():
+        r = s["resolved"]
+        lines.append(f"| {measure} | {r['cells']} | " + (" | ".join(f"{r[m]:+.4f}" for m in METHODS[1:]) if r["cells"]
+                                                         else " | ".join("–" for _ in METHODS[1:])) + " |")
     lines += ["", "**Done-when criteria (issue 26)**", ""]
     lines += [f"- [{'x' if c['pass'] else ' '}] {c['criterion']} (is {c['value']:.4g})" for c in summary["criteria"]]
     resolved = sorted({c for s in summary["by_measure"].values() for t in TUNED for c in s[t]["below_far_resolved"]})
@@ -699,8 +709,9 @@ def render(summary: dict[str, Any], results: dict[str, Any]) -> str:
 def twin_floor(rows: list[dict[str, Any]], twins: dict[str, Any]) -> dict[str, Any]:
     """The noise floor of the tuned rules on out-of-fold probabilities: on the cells of ``rows``
     that the twins' results (``--fold-seed``) also hold, per measure and rule, the mean of rule −
-    its twin and the share of cells where the rule is within TIE of its twin, beside calopt's mean
-    margin over the rule and its share within TIE of it; on every such cell and on the resolved ones."""
+    its twin and the share of cells where the twin is within TIE of the rule (twin ≥ rule − TIE),
+    beside calopt's mean margin over the rule and its share within TIE of it (calopt ≥ rule − TIE);
+    on every such cell and on the resolved ones (smallest test class ≥ RESOLVED)."""
     out: dict[str, Any] = {}
     for measure in MEASURES:
         for scope in ("all", "resolved"):
@@ -714,7 +725,8 @@ def twin_floor(rows: list[dict[str, Any]], twins: dict[str, Any]) -> dict[str, A
                 rule_minus_twin = [r["value"][rule] - t for r, t in zip(chosen, twin)]
                 calopt_minus = [r["value"]["calopt"] - r["value"][rule] for r in chosen]
                 entry[rule] = {"rule_minus_twin": mean(rule_minus_twin),
-                               "rule_within_twin": mean(d >= -TIE for d in rule_minus_twin),
+                               # as calopt's share: the twin ≥ the rule − TIE
+                               "twin_within_rule": mean(d <= TIE for d in rule_minus_twin),
                                "twin_minus_rule": -mean(rule_minus_twin),
                                "calopt_minus_rule": mean(calopt_minus),
                                "calopt_within_rule": mean(d >= -TIE for d in calopt_minus)}
@@ -734,7 +746,7 @@ def render_twins(floor: dict[str, Any], tag: str) -> str:
         for rule in ("coord", "xcolumns"):
             r = e[rule]
             parts.append(f"{r['calopt_minus_rule']:+.4f} | {r['twin_minus_rule']:+.4f} | "
-                         f"{r['calopt_within_rule']:.2f} / {r['rule_within_twin']:.2f}")
+                         f"{r['calopt_within_rule']:.2f} / {r['twin_within_rule']:.2f}")
         lines.append(f"| {measure} ({scope}) | {e['cells']} | " + " | ".join(parts) + " |")
     return "\n".join(lines)
 

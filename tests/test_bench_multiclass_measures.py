@@ -151,3 +151,35 @@ def test_the_twins_run_the_rules_on_other_folds(tmp_path, monkeypatch, capsys):
     expected = np.mean([r["value"]["coord"] - twins["cells"][f"newthyroid|gmean|{r['split']}"]["coord"]["value"]
                         for r in gmean])
     assert floor["gmean|all"]["coord"]["rule_minus_twin"] == pytest.approx(expected)
+    within = np.mean([twins["cells"][f"newthyroid|gmean|{r['split']}"]["coord"]["value"] >= r["value"]["coord"] - bench.TIE
+                      for r in gmean])
+    assert floor["gmean|all"]["coord"]["twin_within_rule"] == pytest.approx(within)
+
+
+def _row(dataset, smallest, values):
+    return {"dataset": dataset, "measure": "gmean", "split": "split0", "smallest_test_class": smallest,
+            "value": dict(zip(bench.METHODS, values)), "seconds": dict.fromkeys(bench.METHODS, 1.0), "gap": 0.0,
+            "error": None}
+
+
+def test_resolved_margins_and_the_twins_share_within_count_the_resolved_cells_alone():
+    """calopt's margins on the resolved cells (smallest test class ≥ RESOLVED) only; a twin's share
+    within TIE counts twin ≥ rule − TIE, as calopt's counts calopt ≥ rule − TIE."""
+    rows = [_row("a", 4, [0.5, 0.4, 0.4, 0.9, 0.6]),  # unresolved: calopt 0.4 below coord
+            _row("b", 30, [0.8, 0.7, 0.8, 0.79, 0.85]),
+            _row("c", 100, [0.6, 0.6, 0.5, 0.6, 0.6])]
+    summary = bench.summarize_measure(rows)
+    assert summary["resolved"]["cells"] == 2
+    assert summary["resolved"]["coord"] == pytest.approx(((0.8 - 0.79) + (0.6 - 0.6)) / 2)
+    assert summary["resolved"]["xcolumns"] == pytest.approx(((0.8 - 0.85) + 0) / 2)
+    assert summary["coord"]["mean_margin"] == pytest.approx(((0.5 - 0.9) + 0.01 + 0) / 3)
+    text = bench.render(bench.summarize(rows), {"tag": "x"} | {"cells": {}})
+    assert "| gmean | 2 | +0.0500 | +0.0500 | +0.0050 | -0.0250 |" in text
+    # twins: coord's twin 0.02 above coord on a, 0.02 below on b (not within), equal on c
+    twins = {"cells": {f"{d}|gmean|split0": {"coord": {"value": v}, "xcolumns": {"value": x}}
+                       for d, v, x in (("a", 0.92, 0.6), ("b", 0.77, 0.85), ("c", 0.6, 0.6))}}
+    floor = bench.twin_floor(rows, twins)
+    assert floor["gmean|all"]["coord"]["twin_within_rule"] == pytest.approx(2 / 3)
+    assert floor["gmean|resolved"]["coord"]["twin_within_rule"] == pytest.approx(1 / 2)
+    assert floor["gmean|resolved"]["coord"]["twin_minus_rule"] == pytest.approx((-0.02 + 0) / 2)
+    assert floor["gmean|resolved"]["cells"] == 2
