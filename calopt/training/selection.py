@@ -357,7 +357,7 @@ class Arm:
 
     @classmethod
     def build(cls, algorithm: Algorithm, loss: Any, grid: list[dict[str, Any]], problem: Problem, K: int,
-              backend: Backend, max_weight: float, entries: int = 0) -> Arm:
+              backend: Backend, max_weight: float, entries: int) -> Arm:
         """The arm's trainers; ``entries``: the stored entries of the training rows (for :func:`by_candidate`)."""
         S, xp, width = len(grid), backend.xp, K + 1
         if algorithm.stackable:
