@@ -142,6 +142,11 @@ def rule_codes(idea: str, cached: Any, measure: str) -> np.ndarray:
         return chosen(best, calopt.get_measure(spec)).predict(cached[f"test_{best}"])
     if idea == "c-oof-recall":  # c-oof for the measures of the recalls, base for F1
         return rule_codes("base" if measure == "f1" else "c-oof", cached, measure)
+    if idea.startswith("guard-"):  # the argmax unless the rule beats it out of fold by more than the margin
+        rule = chosen(1.0, calopt.get_measure(spec))
+        if rule.value - rule.argmax_value > float(idea.removeprefix("guard-")):
+            return rule.predict(cached["test_1.0"])
+        return np.argmax(cached["test_1.0"], axis=1)
     if idea.startswith("pseudo-"):
         a = float(idea.removeprefix("pseudo-"))
         m = pseudo_measure(spec, a) if measure in ("gmean", "hmean") else calopt.get_measure(spec)
