@@ -17,7 +17,9 @@ then serves the training loop (:mod:`calopt.training.loop`) like an
 :class:`~calopt.io.batches.ArrayReader`: each epoch reads the parts in a seeded random
 order (plain text files are read at their byte offsets; compressed text can only be
 read in file order) through a bounded shuffle buffer. Only O(n) numbers (the labels,
-the scores) are ever held for the whole data; features are O(part + buffer).
+the scores) are ever held for the whole data; features are O(part + buffer) (a
+memory-mapped ``X.npy``: the mapped pages of the parts that still have rows in the buffer,
+:class:`MappedRows`).
 """
 
 from __future__ import annotations
@@ -1014,6 +1016,8 @@ class StreamReader:
     to mix with the next part; at the end the rest is served in random order. Every row
     is served exactly once an epoch. With one part and a buffer at least as large, an
     epoch is exactly :class:`~calopt.io.batches.ArrayReader`'s (one ``rng.permutation(n)``).
+    A memory-mapped ``X.npy`` (:meth:`ChunkSource.mapped`) is served by the same steps with
+    row numbers in the pool, each batch gathered from the mapping (:meth:`_mapped_epoch`).
     """
 
     def __init__(self, source: ChunkSource, found: Survey, y: np.ndarray, scale: np.ndarray, xp: Any, *,
