@@ -16,14 +16,17 @@ writable memory the process may hold) with its peak RSS from ``wait4``:
 ``calopt train sub.svm`` (without the limit), all tested on test.svm; ``--text`` also
 streams big.svm itself. Results go to ``benchmarks/results/stream.json``.
 
-``python benchmarks/bench_stream.py epochs DIR`` (issue 25: "epochs of SPADE/STAMP at 10⁷ rows
-within 3× the read-bandwidth bound") times, in one process, on a ``.npy`` directory (``X.npy``,
-``y.npy``: the size benchmark's ``mmap-10m/train``), the read bound — X read once in 32 MB
-blocks (a sum over each block of the memory map), best of 3 after one read that brings the
-file into the page cache — and each epoch of ``calopt.fit(open_stream(DIR), algorithm=A,
-measure=M, epochs=E, select="none")`` for SPADE (Q-mean) and STAMP (F1) at fit's default batch
-size, from the fit's history (the loop's own seconds; the survey and threshold passes apart).
-Results go to ``benchmarks/results/stream_epochs.json``.
+``python benchmarks/bench_stream.py epochs DIR [--epochs 3] [--batch-size B ...] [--repeat R]
+[--compare]`` (issue 25: "epochs of SPADE/STAMP at 10⁷ rows within 3× the read-bandwidth
+bound") times, in one process with one BLAS thread, on a ``.npy`` directory (``X.npy``,
+``y.npy``: the size benchmark's ``mmap-10m/train``), the read bound — X read once from the page
+cache, the faster of a sum over each 32 MB block of the memory map and one sum over the whole
+map, best of 3, read again before each fit — and each epoch of ``calopt.fit(open_stream(DIR),
+algorithm=A, measure=M, epochs=E, select="none")`` for SPADE (Q-mean) and STAMP (F1) at fit's
+default batch size (or each ``--batch-size``), from the fit's history (the loop's own seconds;
+the survey, step trial and threshold passes apart). ``--compare`` also runs each fit with the
+rows copied through the shuffle pool (the route before the epoch gathered them from the
+mapping), alternating. Results go to ``benchmarks/results/stream_epochs.json``.
 """
 
 from __future__ import annotations
@@ -175,11 +178,18 @@ def run(directory: Path, limit_mb: int, epochs: int, measure: str, text: bool, o
               + (f", test {measure} {test_value:.4f}" if test_value is not None else ""))
 
 
-def epochs(directory: Path, count: int) -> None:
-    """Per-epoch seconds of SPADE and STAMP streamed from ``directory`` against reading X once."""
+def epochs(directory: Path, count: int, batch_sizes: list[int | None], repeat: int, compare: bool) -> None:
+    """Per-epoch seconds of SPADE and STAMP streamed from ``directory`` against reading X once,
+    one BLAS thread; the bound is read again before each fit (interleaved: a busy machine slows
+    both alike) and the ratio uses the bound read next to that fit. ``compare``: each fit also
+    with the rows copied through the shuffle pool (``ChunkSource.mapped`` off: the route before
+    the epoch gathered rows from the mapping), alternating with it in the same process."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
     import calopt
     from calopt.io.stream import open_stream
 
+    threadpool_limits(1)
     X = np.load(directory / "X.npy", mmap_mode="r")
     block = max(1, (32 << 20) // max(1, X.strides[0]))
 
@@ -189,22 +199,40 @@ def epochs(directory: Path, count: int) -> None:
             total += float(np.add.reduce(X[start:start + block], axis=None))
         return time.perf_counter() - started
 
+    def read_whole() -> float:  # one contiguous sum over the whole map (pages already mapped)
+        started = time.perf_counter()
+        float(np.add.reduce(X.reshape(-1)))
+        return time.perf_counter() - started
+
     read_once()  # into the page cache
-    reads = [read_once() for _ in range(3)]
-    bound = min(reads)
     report = {"machine": describe(), "directory": str(directory), "rows": int(X.shape[0]), "features": int(X.shape[1]),
-              "bytes": int(X.nbytes), "read_seconds": reads, "bound_seconds": bound,
-              "bandwidth_gb_s": X.nbytes / bound / 1e9, "load_1min": [os.getloadavg()[0]], "runs": {}}
-    for algorithm, measure in (("spade", "qmean"), ("stamp", "f1")):
-        model = calopt.fit(open_stream(directory), measure=measure, algorithm=algorithm, epochs=count, select="none")
-        cumulative = [row["seconds"] for row in model.history]
-        each = [b - a for a, b in zip([0.0] + cumulative[:-1], cumulative)]
-        report["runs"][algorithm] = {"measure": measure, "batch_size": model.fit_report.batch_size,
-                                     "fit_seconds": model.fit_seconds, "epoch_seconds": each,
-                                     "ratio_to_bound": min(each) / bound}
-        print(f"{algorithm}: epochs {', '.join(f'{e:.2f}' for e in each)} s (batch {model.fit_report.batch_size}), "
-              f"{min(each) / bound:.1f}× reading X once ({bound:.2f} s, {X.nbytes / bound / 1e9:.1f} GB/s)", flush=True)
-    report["load_1min"].append(os.getloadavg()[0])
+              "bytes": int(X.nbytes), "blas": [f"{i['internal_api']} {i['num_threads']} threads"
+                                               for i in threadpool_info()],
+              "epochs": count, "repeat": repeat, "runs": []}
+    routes = ["mapped", "pool"] if compare else ["mapped"]
+    for _ in range(repeat):
+        for batch_size in batch_sizes:
+            for algorithm, measure in (("spade", "qmean"), ("stamp", "f1")):
+                for route in routes:
+                    reads = [min(read_once() for _ in range(3)), min(read_whole() for _ in range(3))]
+                    bound = min(reads)
+                    source = open_stream(directory)
+                    if route == "pool":
+                        source.mapped = lambda: None
+                    load = os.getloadavg()[0]
+                    model = calopt.fit(source, measure=measure, algorithm=algorithm, epochs=count, select="none",
+                                       batch_size=batch_size)
+                    cumulative = [row["seconds"] for row in model.history]
+                    each = [b - a for a, b in zip([0.0] + cumulative[:-1], cumulative)]
+                    run = {"algorithm": algorithm, "measure": measure, "route": route,
+                           "batch_size": model.fit_report.batch_size, "batch_given": batch_size is not None,
+                           "read_32mb_blocks_seconds": reads[0], "read_whole_seconds": reads[1],
+                           "bound_seconds": bound, "fit_seconds": model.fit_seconds, "epoch_seconds": each,
+                           "ratio_to_bound": min(each) / bound, "load_1min": [load, os.getloadavg()[0]]}
+                    report["runs"].append(run)
+                    print(f"{algorithm} {route:6s} batch {run['batch_size']:5d}: epochs "
+                          f"{', '.join(f'{e:.2f}' for e in each)} s, {min(each) / bound:.1f}× reading X once "
+                          f"({bound:.2f} s, {X.nbytes / bound / 1e9:.1f} GB/s), load {load:.2f}", flush=True)
     out = RESULTS.with_name("stream_epochs.json")
     out.write_text(json.dumps(report, indent=1) + "\n")
 
@@ -227,6 +255,10 @@ def main() -> None:
     timing = commands.add_parser("epochs")
     timing.add_argument("directory", type=Path)
     timing.add_argument("--epochs", type=int, default=3)
+    timing.add_argument("--batch-size", type=int, action="append", default=None,
+                        help="repeatable (default: fit's default batch)")
+    timing.add_argument("--repeat", type=int, default=1)
+    timing.add_argument("--compare", action="store_true", help="also the rows copied through the shuffle pool")
     one = commands.add_parser("_one")
     one.add_argument("--limit-mb", type=int, default=0)
     one.add_argument("argv", nargs="+")
@@ -234,7 +266,7 @@ def main() -> None:
     if args.command == "generate":
         generate(args.directory, args.gigabytes, args.sub_rows, args.seed)
     elif args.command == "epochs":
-        epochs(args.directory, args.epochs)
+        epochs(args.directory, args.epochs, args.batch_size or [None], args.repeat, args.compare)
     elif args.command == "run":
         run(args.directory, args.limit_mb, args.epochs, args.measure, args.text,
             {step for step in args.only.split(",") if step})

@@ -103,3 +103,120 @@ def test_shapes_that_do_not_agree_are_refused(tmp_path):
     np.save(folder / "y.npy", np.ones((4, 1)))
     with pytest.raises(DataError, match=r"y\.npy must be 1-D, not of shape \(4, 1\)"):
         open_stream(folder)
+
+
+# ----------------------------------------------------------------------------- epochs over the mapping
+def _reference_epoch(X, y, starts, batch_size, buffer_rows, rng, scale):
+    """The shuffle buffer's batches by its definition, with plain lists of row numbers: parts in
+    ``rng.permutation`` order, each added to the pool; past ``buffer_rows`` rows (not at the
+    last part) a permutation of the pool serves whole batches and keeps ``buffer_rows`` rows or
+    a few more, in pool order; the rest served at the end. ``rng`` None: parts in file order,
+    each pool served in order, whole batches only until the last part."""
+    n_parts = len(starts) - 1
+    order = list(range(n_parts)) if rng is None or n_parts == 1 else list(rng.permutation(n_parts))
+    pool, batches = [], []
+
+    def serve(rows):
+        for i in range(0, len(rows), batch_size):
+            chunk = rows[i:i + batch_size]
+            batches.append((X[chunk] / scale, y[chunk]))
+
+    for k, part in enumerate(order):
+        pool += list(range(starts[part], starts[part + 1]))
+        last = k == n_parts - 1
+        if rng is None or (not last and len(pool) > buffer_rows):
+            if rng is None:
+                served = len(pool) if last else len(pool) // batch_size * batch_size
+                permutation = list(range(len(pool)))
+            else:
+                served = (len(pool) - buffer_rows) // batch_size * batch_size
+                permutation = list(rng.permutation(len(pool)))
+            serve([pool[i] for i in permutation[:served]])
+            pool = [pool[i] for i in sorted(permutation[served:])]
+    if pool:
+        permutation = range(len(pool)) if rng is None else rng.permutation(len(pool))
+        serve([pool[i] for i in permutation])
+    return batches
+
+
+def _reader(folder, part_rows, buffer_rows):
+    from calopt.io.stream import StreamReader
+
+    source = open_stream(folder, part_rows=part_rows)
+    found = survey(source)
+    y = np.where(found.labels > 0, 1.0, -1.0)
+    return StreamReader(source, found, y, found.max_abs.astype(np.float64), np, buffer_rows=buffer_rows), y
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("part_rows, buffer_rows, batch_size", [(100, 0, 32), (100, 150, 32), (100, 150, 7),
+                                                                (64, 1000, 50), (2000, 100, 64), (97, 5000, 10)])
+def test_an_epoch_over_the_mapping_serves_the_shuffle_buffers_batches(tmp_path, dtype, part_rows, buffer_rows,
+                                                                      batch_size):
+    """A memory-mapped X.npy is served from the mapping by row numbers (no pool of rows): the
+    batches of the shuffle buffer's definition (a plain-list reference), to the bit, seeded and
+    in file order (rng None)."""
+    rng = np.random.default_rng(1)
+    X = (rng.standard_normal((1003, 7)) * [1, 10, 0.1, 3, 1, 1, 2]).astype(dtype)
+    y = np.where(rng.random(1003) < 0.3, 1, -1)
+    reader, y_pm = _reader(_dense(tmp_path, X, y), part_rows, buffer_rows)
+    starts = list(range(0, 1003, part_rows)) + [1003]
+    scale = np.max(np.abs(X), axis=0).astype(np.float64)
+    for seed in (None, 0, 5):
+        served = list(reader.epoch(batch_size, None if seed is None else np.random.default_rng(seed)))
+        expected = _reference_epoch(X, y_pm, starts, batch_size, buffer_rows,
+                                    None if seed is None else np.random.default_rng(seed), scale)
+        assert len(served) == len(expected)
+        for batch, (X_ref, y_ref) in zip(served, expected):
+            assert batch.X.dtype == np.float64 and batch.X.shape == X_ref.shape
+            assert (batch.X.view(np.uint64) == X_ref.view(np.uint64)).all()
+            assert (batch.y == y_ref).all() and batch.weight is None
+
+
+def test_parts_whose_rows_all_left_the_pool_leave_the_resident_set(tmp_path, monkeypatch):
+    """Each part dropped from the mapping (its pages released) has no row served after the drop,
+    at least one part is dropped mid-epoch, and the mapping is closed at the end of an epoch and
+    when the loop stops early."""
+    from calopt.io import stream
+
+    rng = np.random.default_rng(2)
+    X, y = rng.standard_normal((1000, 3)).astype(np.float32), np.where(rng.random(1000) < 0.5, 1, -1)
+    folder = _dense(tmp_path, X, y)
+    reader, _ = _reader(folder, 50, 60)
+    events, closed = [], []
+    drop, close = stream.MappedRows.drop, stream.MappedRows.close
+    monkeypatch.setattr(stream.MappedRows, "drop", lambda self, a, b: (events.append(("drop", a, b)), drop(self, a, b)))
+    monkeypatch.setattr(stream.MappedRows, "close", lambda self: (closed.append(True), close(self)))
+    scale = np.max(np.abs(X), axis=0).astype(np.float64)
+    for batch in reader.epoch(16, np.random.default_rng(3)):
+        rows = [int(np.flatnonzero((X / scale == row).all(axis=1))[0]) for row in batch.X]
+        events.append(("served", rows))
+    assert closed == [True]
+    drops = [event for event in events if event[0] == "drop"]
+    assert 5 <= len(drops) < 20 and all(b - a == 50 for _, a, b in drops)
+    for k, event in enumerate(events):
+        if event[0] == "drop":
+            later = [row for other in events[k:] if other[0] == "served" for row in other[1]]
+            assert not any(event[1] <= row < event[2] for row in later)
+    served = [row for event in events if event[0] == "served" for row in event[1]]
+    assert sorted(served) == list(range(1000))
+    epoch = reader.epoch(16, np.random.default_rng(3))
+    next(epoch), next(epoch)
+    epoch.close()
+    assert closed == [True, True]
+
+
+def test_a_directory_trains_the_in_memory_model(tmp_path):
+    """One part and a buffer at least as large: the streamed epochs are the in-memory ones, to the
+    bit, for SPADE and STAMP, float32 rows as their float64 values."""
+    import calopt
+
+    rng = np.random.default_rng(4)
+    X = np.round(rng.standard_normal((700, 6)), 2).astype(np.float32)
+    y = np.where(X[:, 0] - 0.5 * X[:, 1] + 0.3 * rng.standard_normal(700) > 0.5, 1, -1)
+    folder = _dense(tmp_path, X, y)
+    for algorithm, measure in (("spade", "gmean"), ("stamp", "f1")):
+        memory = calopt.fit(X.astype(np.float64), y, measure=measure, algorithm=algorithm, select="none", epochs=3)
+        streamed = calopt.fit(open_stream(folder), measure=measure, algorithm=algorithm, epochs=3, select="none")
+        np.testing.assert_array_equal(streamed.coef, memory.coef)
+        assert streamed.intercept == memory.intercept and streamed.threshold == memory.threshold

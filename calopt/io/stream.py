@@ -17,7 +17,9 @@ then serves the training loop (:mod:`calopt.training.loop`) like an
 :class:`~calopt.io.batches.ArrayReader`: each epoch reads the parts in a seeded random
 order (plain text files are read at their byte offsets; compressed text can only be
 read in file order) through a bounded shuffle buffer. Only O(n) numbers (the labels,
-the scores) are ever held for the whole data; features are O(part + buffer).
+the scores) are ever held for the whole data; features are O(part + buffer) (a
+memory-mapped ``X.npy``: the mapped pages of the parts that still have rows in the buffer,
+:class:`MappedRows`).
 """
 
 from __future__ import annotations
@@ -137,6 +139,12 @@ class ChunkSource:
 
     def settle(self, survey: Survey) -> None:
         """Learn what the first pass found (the index base of a LIBSVM file)."""
+
+    def mapped(self) -> MappedRows | None:
+        """Every row of the features, as read (float32 or float64), mapped once for a pass that
+        gathers rows in any order (:meth:`StreamReader.epoch`); None when the source has no such
+        file (text, CSR, Parquet, chunks, features of another dtype)."""
+        return None
 
     def written_shift(self) -> int:
         """What to subtract from the column indices of the parts the first pass read (1 for a
@@ -376,6 +384,36 @@ def _mapped_rows(array: np.memmap, start: int, stop: int) -> np.ndarray:
                      shape=(stop - start, *array.shape[1:]))
 
 
+class MappedRows:
+    """An ``X.npy`` mapped whole and read-only for one epoch (:meth:`ChunkSource.mapped`): ``X`` is
+    every row as written (a view of the mapping, no copy), and :meth:`drop` takes the pages of
+    rows the epoch is done with out of the process's resident set (the page cache keeps them),
+    so that it holds the pages of the parts whose rows are still in the shuffle buffer, not the
+    file. The address space holds the file, read-only: a shared file mapping, which is neither
+    private memory nor counted by ``RLIMIT_DATA``."""
+
+    def __init__(self, array: np.memmap):
+        with open(array.filename, "rb") as f:
+            self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        self._offset, self._row_bytes = int(array.offset), array.dtype.itemsize * math.prod(array.shape[1:])
+        self.X = np.frombuffer(self._map, dtype=array.dtype, count=array.size, offset=self._offset).reshape(array.shape)
+
+    def drop(self, start: int, stop: int) -> None:
+        """Release the whole pages of rows ``start:stop`` (their first and last page may hold other rows)."""
+        page = mmap.PAGESIZE
+        low = -(-(self._offset + start * self._row_bytes) // page) * page
+        high = (self._offset + stop * self._row_bytes) // page * page
+        if high > low and hasattr(self._map, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+            self._map.madvise(mmap.MADV_DONTNEED, low, high - low)
+
+    def close(self) -> None:
+        self.X = None
+        try:
+            self._map.close()
+        except BufferError:  # a view of the rows is still held somewhere: unmapped when it goes
+            pass
+
+
 #: The fields of :data:`META` a directory's reading uses, and what each must be.
 _META_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "format": ("one of libsvm, csv, npy, csr, parquet",
@@ -437,6 +475,12 @@ class _DenseDirectory(_ArrayDirectory):
         self.format = self.meta.get("format", "npy")
         self.open_width = bool(self.meta.get("open_width", False))
         self.sample_row_bytes = float(self.X.dtype.itemsize * math.prod(self.X.shape[1:]))
+
+    def mapped(self) -> MappedRows | None:
+        X = self.X
+        if X.dtype not in (np.float32, np.float64) or X.size == 0:
+            return None
+        return MappedRows(X)
 
     def read(self, index: int) -> Iterator[Part]:
         start, stop = self._rows(index)
@@ -972,6 +1016,8 @@ class StreamReader:
     to mix with the next part; at the end the rest is served in random order. Every row
     is served exactly once an epoch. With one part and a buffer at least as large, an
     epoch is exactly :class:`~calopt.io.batches.ArrayReader`'s (one ``rng.permutation(n)``).
+    A memory-mapped ``X.npy`` (:meth:`ChunkSource.mapped`) is served by the same steps with
+    row numbers in the pool, each batch gathered from the mapping (:meth:`_mapped_epoch`).
     """
 
     def __init__(self, source: ChunkSource, found: Survey, y: np.ndarray, scale: np.ndarray, xp: Any, *,
@@ -1035,8 +1081,12 @@ class StreamReader:
         order = None
         if self.source.seekable:
             order = rng.permutation(n_parts) if rng is not None and n_parts > 1 else range(n_parts)
-        pool, done = _DensePool() if not self.survey.sparse else _BlockPool(), 0
         parts = list(order) if order is not None else None
+        mapped = self.source.mapped() if parts is not None and not self.survey.sparse else None
+        if mapped is not None:
+            yield from self._mapped_epoch(mapped, parts, batch_size, rng, name)
+            return
+        pool, done = _DensePool() if not self.survey.sparse else _BlockPool(), 0
         for seen, (X, start, stop) in enumerate(self._parts(parts, prepare=False), start=1):
             pool.add(X, np.arange(start, stop))
             last = parts is not None and seen == len(parts)
@@ -1063,6 +1113,56 @@ class StreamReader:
             done += rows.size
             if self.progress is not None:
                 self.progress(done, name)
+
+    def _mapped_epoch(self, mapped: MappedRows, parts: list[int], batch_size: int, rng: np.random.Generator | None,
+                      name: str) -> Iterator[Batch]:
+        """:meth:`epoch` over rows mapped whole (:meth:`ChunkSource.mapped`): the pool holds row
+        numbers only, and each batch is gathered from the mapping by them. The same steps as the
+        pool of rows below (parts added in ``parts`` order, the same draws of ``rng``, the rows
+        kept back in pool order), so the same batches, to the bit (the same rows as read, made
+        float64 and scaled when served), without copying a part into the pool or the kept rows
+        within it. A part none of whose rows is left in the pool leaves the resident set
+        (:meth:`MappedRows.drop`)."""
+        X, starts, done = mapped.X, self.starts, 0
+        pool, live = np.zeros(0, dtype=np.int64), np.zeros(len(self.survey.part_rows), dtype=np.int64)
+        try:
+            for seen, index in enumerate(parts, start=1):
+                start, stop = int(starts[index]), int(starts[index + 1])
+                pool = np.concatenate([pool, np.arange(start, stop)])
+                live[index] = stop - start
+                if rng is None or (seen < len(parts) and pool.size > self.buffer_rows):
+                    if rng is None:
+                        serve = pool.size if seen == len(parts) else (pool.size // batch_size) * batch_size
+                        chosen = np.arange(pool.size)
+                    else:
+                        serve = ((pool.size - self.buffer_rows) // batch_size) * batch_size
+                        chosen = rng.permutation(pool.size)
+                    if serve:
+                        yield from self._gathered(X, pool, chosen[:serve], batch_size)
+                        done += serve
+                        if self.progress is not None:
+                            self.progress(done, name)
+                    pool = pool[np.sort(chosen[serve:])]
+                    left = np.bincount(np.searchsorted(starts, pool, side="right") - 1, minlength=live.size)
+                    for gone in np.flatnonzero((live > 0) & (left == 0)):
+                        mapped.drop(int(starts[gone]), int(starts[gone + 1]))
+                    live = left
+            if pool.size:
+                chosen = np.arange(pool.size) if rng is None else rng.permutation(pool.size)
+                yield from self._gathered(X, pool, chosen, batch_size)
+                done += pool.size
+                if self.progress is not None:
+                    self.progress(done, name)
+        finally:
+            del X
+            mapped.close()
+
+    def _gathered(self, X: np.ndarray, pool: np.ndarray, chosen: np.ndarray, batch_size: int) -> Iterator[Batch]:
+        """The rows ``pool[chosen]`` of ``X`` (all the rows, as read), in that order, a batch at a time."""
+        y, prepared = self.y, self.prepared
+        for start in range(0, chosen.size, batch_size):
+            rows = pool[chosen[start:start + batch_size]]
+            yield Batch(prepared(np.take(X, rows, axis=0)), y[rows], None)
 
     def _batches(self, X: Any, rows: np.ndarray, chosen: np.ndarray, batch_size: int) -> Iterator[Batch]:
         """The pool's rows ``chosen`` (features as read), in that order, as the batches of an
