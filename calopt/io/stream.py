@@ -365,7 +365,8 @@ def _npy_problem(path: Path, exc: BaseException) -> str:
 
 def _rows_of(array: np.memmap, start: int, stop: int, dtype: Any = None) -> np.ndarray:
     """A copy of rows ``start:stop`` through a mapping of those rows only, unmapped on return:
-    neither the address space nor the resident set ever holds the whole file."""
+    reading part by part, neither the address space nor the resident set holds the whole file
+    (a shuffled epoch over a dense ``X.npy`` maps it whole, read-only: :class:`MappedRows`)."""
     part = _mapped_rows(array, start, stop)
     rows = np.array(part, dtype=dtype or array.dtype, copy=True)
     del part  # the last reference: unmapped here
