@@ -57,7 +57,7 @@ from calopt.io.files import read_data
 from calopt.io.labels import encode_binary
 from calopt.training.pipeline import default_batch_size
 from calopt.io.batches import ArrayReader
-from calopt.training.loop import run
+from calopt.training.loop import Trainer, run
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -188,12 +188,13 @@ def per_batch_costs(X, y, backend, batch_size, epochs: int = 20) -> dict:
     costs = {}
     for algorithm_name, measure in PER_BATCH_SOLVERS:
         algorithm, problem = solver(algorithm_name, measure, X, y, backend, epochs, batch_size)
-        state, best = algorithm.init(problem), float("inf")
+        trainer = Trainer(algorithm)  # the loop's update (the step count of a scheduled solver)
+        state, best = trainer.init(problem), float("inf")
         for epoch in range(epochs):
             spent = batches = 0
-            for X_batch, y_batch in reader.epoch(batch_size, np.random.default_rng(epoch)):
+            for batch in reader.epoch(batch_size, np.random.default_rng(epoch)):
                 started = time.perf_counter()
-                state = algorithm.update(state, X_batch, y_batch, problem)
+                state = trainer.update(state, batch, problem)
                 spent += time.perf_counter() - started
                 batches += 1
             best = min(best, spent / batches)
