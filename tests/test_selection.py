@@ -395,13 +395,20 @@ def test_win_probability_is_the_paired_bootstrap():
 def test_an_interrupted_selection_resumes_to_the_same_model(tmp_path):
     X, y = _data(n=200, seed=10)
     options = dict(measure="gmean", algorithm="auto", patience=2, max_epochs=6, batch_size=32, seed=3)
+    resumed = _interrupted_and_resumed(X, y, options, 11, tmp_path)  # mid-way through the second pass
+    assert math.isfinite(resumed.fit_report.selection["value"])
+
+
+def _interrupted_and_resumed(X, y, options, batches, tmp_path):
+    """``calopt.fit`` stopped after ``batches`` batches with a checkpoint, then resumed from it:
+    the resumed model, checked equal to the uninterrupted one (weights, choice and selection)."""
     reference = calopt.fit(X, y, **options)
     calls = 0
 
     def stop():
         nonlocal calls
         calls += 1
-        return calls == 11  # mid-way through the second pass
+        return calls == batches
 
     path = tmp_path / "selection.npz"
     with pytest.raises(TrainingInterrupted):
@@ -410,7 +417,7 @@ def test_an_interrupted_selection_resumes_to_the_same_model(tmp_path):
     np.testing.assert_array_equal(resumed.coef, reference.coef)
     assert resumed.intercept == reference.intercept and resumed.algorithm == reference.algorithm
     assert resumed.fit_report.selection == reference.fit_report.selection
-    assert math.isfinite(resumed.fit_report.selection["value"])
+    return resumed
 
 
 def test_a_selection_with_a_stopped_candidate_resumes_to_the_same_model(tmp_path):
@@ -421,21 +428,8 @@ def test_a_selection_with_a_stopped_candidate_resumes_to_the_same_model(tmp_path
     X = scipy.sparse.random(1500, 3000, density=0.003, random_state=5, format="csr")
     y = np.where(np.asarray(X @ rng.standard_normal(3000)).ravel() + 0.3 * rng.standard_normal(1500) > 0.4, 1, 0)
     options = dict(measure="f1", algorithm="lbfgs", select="cv:3", seed=1)
-    reference = calopt.fit(X, y, **options)
-    calls = 0
-
-    def stop():
-        nonlocal calls
-        calls += 1
-        return calls == 20  # one batch a pass: after pass 19, the C = 0.1 candidate stopped at 12
-
-    path = tmp_path / "selection.npz"
-    with pytest.raises(TrainingInterrupted):
-        calopt.fit(X, y, **options, checkpoint=path, interrupt=stop)
-    resumed = calopt.fit(X, y, **options, resume=path)
-    np.testing.assert_array_equal(resumed.coef, reference.coef)
-    assert resumed.intercept == reference.intercept and resumed.algorithm == reference.algorithm
-    assert resumed.fit_report.selection == reference.fit_report.selection
+    # one batch a pass: stopped after pass 19, the C = 0.1 candidate having stopped at 12
+    _interrupted_and_resumed(X, y, options, 20, tmp_path)
 
 
 def test_ties_of_the_held_out_value_go_to_the_later_pass():

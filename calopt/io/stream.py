@@ -1093,12 +1093,7 @@ class StreamReader:
             last = parts is not None and seen == len(parts)
             if rng is None or (not last and pool.size > self.buffer_rows):
                 pooled, rows = pool.arrays()
-                if rng is None:
-                    serve = rows.size if last else (rows.size // batch_size) * batch_size
-                    chosen = np.arange(rows.size)
-                else:
-                    serve = ((rows.size - self.buffer_rows) // batch_size) * batch_size
-                    chosen = rng.permutation(rows.size)
+                serve, chosen = self._draw(rows.size, last, batch_size, rng)
                 if serve:
                     yield from self._batches(pooled, rows, chosen[:serve], batch_size)
                     done += serve
@@ -1114,6 +1109,14 @@ class StreamReader:
             done += rows.size
             if self.progress is not None:
                 self.progress(done, name)
+
+    def _draw(self, size: int, last: bool, batch_size: int, rng: np.random.Generator | None) -> tuple[int, np.ndarray]:
+        """How many rows of a pool of ``size`` to serve now (whole batches, ``buffer_rows`` kept
+        back to mix with the next part; in file order without ``rng``, all of them at the ``last``
+        part), and the pool's rows in the order they are served (the first that many) or kept."""
+        if rng is None:
+            return (size if last else (size // batch_size) * batch_size), np.arange(size)
+        return ((size - self.buffer_rows) // batch_size) * batch_size, rng.permutation(size)
 
     def _mapped_epoch(self, mapped: MappedRows, parts: list[int], batch_size: int, rng: np.random.Generator | None,
                       name: str) -> Iterator[Batch]:
@@ -1132,12 +1135,7 @@ class StreamReader:
                 pool = np.concatenate([pool, np.arange(start, stop)])
                 live[index] = stop - start
                 if rng is None or (seen < len(parts) and pool.size > self.buffer_rows):
-                    if rng is None:
-                        serve = pool.size if seen == len(parts) else (pool.size // batch_size) * batch_size
-                        chosen = np.arange(pool.size)
-                    else:
-                        serve = ((pool.size - self.buffer_rows) // batch_size) * batch_size
-                        chosen = rng.permutation(pool.size)
+                    serve, chosen = self._draw(pool.size, seen == len(parts), batch_size, rng)
                     if serve:
                         yield from self._gathered(X, pool, chosen[:serve], batch_size)
                         done += serve
