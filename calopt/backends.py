@@ -59,6 +59,31 @@ def row_dot(a: Any, c: Any, xp: Any) -> Any:
     return xp.vecdot(a, c, axis=-1)
 
 
+def lbfgs_direction(g: Any, s: Any, y: Any, rho: Any, order: list[int], newest: int, xp: Any) -> Any:
+    """−H·∇f by L-BFGS's two-loop recursion (Nocedal & Wright, *Numerical Optimization*,
+    Algorithm 7.4) for one model or many stacked ones: ``g`` (..., p), the memory's slots on the
+    first axis of ``s``, ``y`` (slots, ..., p) and ``rho`` (slots, ...) = 1/yᵀs (0: an empty slot,
+    which acts as none), ``order`` the slots to use, oldest first, and ``newest`` the slot whose
+    pair scales the initial matrix (γ = sᵀy/yᵀy; without a pair the steepest descent direction
+    scaled to unit length). The lbfgs algorithm's step and the K-class rule's fold models both
+    use it; inner products by :func:`row_dot`."""
+    q, alphas = g, []
+    for i in reversed(order):  # newest first
+        alpha = rho[i, ...] * row_dot(s[i, ...], q, xp)
+        q = q - alpha[..., None] * y[i, ...]
+        alphas.append(alpha)
+    has_pair = rho[newest, ...] > 0
+    newest_yy = row_dot(y[newest, ...], y[newest, ...], xp)
+    newest_sy = 1 / xp.where(has_pair, rho[newest, ...], xp.ones_like(newest_yy))
+    norm = xp.sqrt(row_dot(g, g, xp))
+    gamma = xp.where(has_pair, newest_sy / xp.where(newest_yy > 0, newest_yy, xp.ones_like(newest_yy)),
+                     1 / xp.maximum(norm, xp.ones_like(norm)))
+    r = gamma[..., None] * q
+    for i, alpha in zip(order, reversed(alphas)):  # oldest first
+        r = r + s[i, ...] * (alpha - rho[i, ...] * row_dot(y[i, ...], r, xp))[..., None]
+    return -r
+
+
 def put_slot(memory: Any, slot: int, new: Any, xp: Any) -> Any:
     """``memory`` (slots on the first axis) with slot ``slot`` replaced by ``new``.
 

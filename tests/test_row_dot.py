@@ -1,5 +1,5 @@
-"""calopt.backends.row_dot, put_slot and put_slot_where: the per-row inner products and the memory
-ring the lbfgs recursion uses, against plain loops."""
+"""calopt.backends.row_dot, put_slot, put_slot_where and lbfgs_direction: the per-row inner products,
+the memory ring and the two-loop recursion L-BFGS uses, against plain loops and the dense BFGS update."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from calopt.backends import get_backend, put_slot, put_slot_where, row_dot
+from calopt.backends import get_backend, lbfgs_direction, put_slot, put_slot_where, row_dot
 
 
 def _loop(a: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -56,3 +56,46 @@ def test_the_memory_ring_drops_the_oldest_pair_of_the_chosen_models(backend, hea
     if all(pattern):
         ring = np.asarray(put_slot(chosen.asarray(memory.copy()), head, chosen.asarray(new), chosen.xp))
         np.testing.assert_array_equal(np.stack([ring[(head + 1 + i) % slots] for i in range(slots)]), expected)
+
+
+def _dense_bfgs_direction(g, pairs):
+    """−H·g with H from the BFGS inverse update applied pair by pair, oldest first, to γI
+    (γ = sᵀy/yᵀy of the newest pair; Nocedal & Wright eq. 6.17 and 7.20), as dense matrices."""
+    if not pairs:
+        return -g / max(np.linalg.norm(g), 1.0)
+    s_new, y_new = pairs[-1]
+    H = np.eye(g.size) * (s_new @ y_new) / (y_new @ y_new)
+    for s_i, y_i in pairs:
+        rho = 1.0 / (y_i @ s_i)
+        left = np.eye(g.size) - rho * np.outer(s_i, y_i)
+        H = left @ H @ left.T + rho * np.outer(s_i, s_i)
+    return -H @ g
+
+
+@pytest.mark.parametrize("backend", ["numpy", "array-api-strict"])
+@pytest.mark.parametrize("head, pairs", [(0, 0), (0, 3), (2, 5), (3, 5)])
+def test_the_two_loop_recursion_is_the_dense_bfgs_update(backend, head, pairs):
+    """Stacked models with their own pairs in a ring of 5 slots (``pairs`` of them filled, the
+    oldest at ``head``; one model with no pair at all): each model's direction against the
+    BFGS inverse-Hessian update built as a dense matrix."""
+    if backend == "array-api-strict":
+        pytest.importorskip("array_api_strict")
+    rng = np.random.default_rng(pairs + head)
+    slots, models, p = 5, 3, 6
+    s, y, rho = np.zeros((slots, models, p)), np.zeros((slots, models, p)), np.zeros((slots, models))
+    g = rng.standard_normal((models, p))
+    kept = {j: [] for j in range(models)}
+    for t in range(pairs):
+        slot = (head - pairs + t) % slots  # the newest pair just before the ring's start
+        for j in range(models - 1):  # the last model has no pair
+            A = rng.standard_normal((p, p))
+            s_t = rng.standard_normal(p)
+            y_t = (A @ A.T + np.eye(p)) @ s_t  # a positive definite curvature: yᵀs > 0
+            s[slot, j], y[slot, j], rho[slot, j] = s_t, y_t, 1 / (y_t @ s_t)
+            kept[j].append((s_t, y_t))
+    order = [(head - pairs + t) % slots for t in range(pairs)]
+    chosen = get_backend(backend)
+    got = np.asarray(lbfgs_direction(chosen.asarray(g), chosen.asarray(s), chosen.asarray(y), chosen.asarray(rho),
+                                     order, (head - 1) % slots, chosen.xp))
+    for j in range(models):
+        np.testing.assert_allclose(got[j], _dense_bfgs_direction(g[j], kept[j]), rtol=1e-9, atol=1e-12)

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from calopt.backends import is_sparse, to_numpy
+from calopt.backends import is_sparse, lbfgs_direction, to_numpy
 from calopt.measures import Measure
 from calopt.models.report import DecisionReport
 from calopt.models.rule import softmax
@@ -130,19 +130,7 @@ def _lbfgs(objective: Any, start: np.ndarray, passes: int, tol: float, memory: i
     filled = 0  # the memory's slots used by some model (the others have ρ = 0 and act as none)
 
     def direction(g: np.ndarray) -> np.ndarray:
-        q, alphas = g.copy(), []
-        for i in range(memory - 1, memory - 1 - filled, -1):
-            alpha = rho[i] * np.einsum("mp,mp->m", s_mem[i], q)
-            q -= alpha[:, None] * y_mem[i]
-            alphas.append(alpha)
-        newest = rho[-1] > 0
-        yy = np.einsum("mp,mp->m", y_mem[-1], y_mem[-1])
-        gamma = np.where(newest, 1 / np.where(newest, rho[-1], 1.0) / np.where(yy > 0, yy, 1.0),
-                         1 / np.maximum(np.sqrt(np.einsum("mp,mp->m", g, g)), 1.0))
-        r = gamma[:, None] * q
-        for i, alpha in zip(range(memory - filled, memory), reversed(alphas)):
-            r += s_mem[i] * (alpha - rho[i] * np.einsum("mp,mp->m", y_mem[i], r))[:, None]
-        return -r
+        return lbfgs_direction(g, s_mem, y_mem, rho, list(range(memory - filled, memory)), memory - 1, np)
 
     p = direction(g)
     for _ in range(passes - 1):

@@ -26,7 +26,7 @@ import math
 from typing import Any, ClassVar, NamedTuple
 
 from calopt.algorithms import Algorithm, Batch, Problem, Tunable, column
-from calopt.backends import put_slot, put_slot_where, row_dot
+from calopt.backends import lbfgs_direction, put_slot, put_slot_where, row_dot
 from calopt.errors import ParameterError
 
 Array = Any
@@ -228,22 +228,7 @@ class Lbfgs(Algorithm):
         the same numbers (their terms are exact zeros)."""
         memory = rho.shape[0]
         order = [(head + i) % memory for i in range(memory - (memory if used is None else used), memory)]
-        q, alphas = g, []
-        for i in reversed(order):  # newest first
-            alpha = rho[i, ...] * self._dot(s[i, ...], q, xp)
-            q = q - alpha[..., None] * y[i, ...]
-            alphas.append(alpha)
-        newest_slot = (head - 1) % memory
-        newest = rho[newest_slot, ...] > 0
-        newest_yy = self._dot(y[newest_slot, ...], y[newest_slot, ...], xp)
-        newest_sy = 1 / xp.where(newest, rho[newest_slot, ...], xp.ones_like(newest_yy))
-        norm = xp.sqrt(self._dot(g, g, xp))
-        gamma = xp.where(newest, newest_sy / xp.where(newest_yy > 0, newest_yy, xp.ones_like(newest_yy)),
-                         1 / xp.maximum(norm, xp.ones_like(norm)))
-        r = gamma[..., None] * q
-        for i, alpha in zip(order, reversed(alphas)):  # oldest first
-            r = r + s[i, ...] * (alpha - rho[i, ...] * self._dot(y[i, ...], r, xp))[..., None]
-        return -r
+        return lbfgs_direction(g, s, y, rho, order, (head - 1) % memory, xp)
 
     @staticmethod
     def _accepted_scores(state: LbfgsState, accept: Array, every: bool) -> Array | None:
