@@ -744,9 +744,9 @@ class Selector:
 
     def _settled(self, state: SelectionState) -> bool:
         """Whether every model of every arm has converged by its algorithm's own test (an
-        algorithm without one never has)."""
-        return all(trainer.converged(trainer_state) for arm, arm_state in zip(self.arms, state.arms)
-                   for trainer, trainer_state in zip(arm.trainers, arm_state))
+        algorithm without one never has): every trainer stopped (:meth:`_retire`, which tests each
+        once a pass, under the automatic stop, the only one that asks)."""
+        return all(all(retired) for retired in state.retired)
 
     def iterate(self, state: SelectionState) -> tuple:
         return ()
