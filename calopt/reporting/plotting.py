@@ -119,6 +119,8 @@ def figure(series: list[Series], *, title: str, value_label: str, measure: Any =
             notes.append("log scale")
         elif key == "passes":
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        else:  # fit times of a few milliseconds have long labels ("0.00425"): fewer of them
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
         ax.set(title=f"{value_label} by {what}", xlabel=name + (f" ({', '.join(notes)})" if notes else ""),
                ylabel=value_label)
         ax.grid(True, which="major", alpha=0.3)

@@ -54,7 +54,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from calopt.algorithms import Algorithm, Problem
-from calopt.backends import Backend, device, get_backend, is_sparse, namespace, to_numpy
+from calopt.backends import Backend, get_backend, is_sparse, namespace, to_numpy
 from calopt.components import Component, parse_spec
 from calopt.constraints import ConstrainedMeasure
 from calopt.errors import ParameterError, TrainingError
@@ -95,12 +95,13 @@ PATIENCE = 20
 #: least this share of bootstrap resamples of the held-out rows.
 CONFIDENCE = 0.9
 #: How much better the raw out-of-fold threshold must do on the folds than the in-sample
-#: share before the refit model's threshold follows it (:meth:`Selector._transferred_share`):
-#: a gross failure of the share's transfer only (fixed before measuring, not tuned).
-TRANSFER_MARGIN = 0.05
-#: ... and only where the in-sample share's cuts predict positive, on the folds' held-out rows,
-#: less than this fraction of the share (the share's transfer collapsed: nothing new is positive).
-TRANSFER_COLLAPSE = 0.5
+#: share before the refit model's threshold follows it (:meth:`Selector._share_fails`). Chosen
+#: on the wide benchmark's development half among 0 and 0.02 (0.02 kept its within-0.01 share),
+#: then confirmed: on wide dense data (430-2,000 rows × 1,000-5,000 columns) the share's cut had
+#: left new rows at a fraction of the positives they needed (test G-mean 0.20 where the route
+#: had 0.60), which the folds showed only in part. It had been 0.05, and only where the share's
+#: cuts predicted less than half the share on the folds' held-out rows.
+TRANSFER_MARGIN = 0.02
 #: Bootstrap resamples for that comparison.
 BOOTSTRAP = 500
 _HOST = get_backend("numpy")
@@ -692,9 +693,10 @@ class Selector:
         in-sample share on its own training rows, its held-out rows give the share rule's
         out-of-fold value; cut at the best out-of-fold threshold of the *other* folds, they
         give the raw threshold's (scikit-learn's refit route). The share fails where the
-        raw threshold is better by more than :data:`TRANSFER_MARGIN` and the share's cuts predict
-        positive less than :data:`TRANSFER_COLLAPSE` of the share on the held-out rows (a collapse,
-        not a difference a split of a few hundred rows makes by chance).
+        raw threshold is better by more than :data:`TRANSFER_MARGIN`. The refit model can
+        separate its rows further than the fold models do theirs, so the folds show a failure
+        in part only: on wide dense data they put 27% of their held-out rows above the share's
+        cuts where the refit model put 7% of new rows above its cut (the positive share 16%).
         """
         xp = namespace(seen)
         share_cut = xp.zeros_like(held_out)
@@ -706,10 +708,7 @@ class Selector:
             raw = best_cut(xp.take(held_out, trained, axis=0), xp.take(self.y_held, trained), self.measure, weight)[0]
             share_cut = xp.where(rows, cuts[None, :], share_cut)
             raw_cut = xp.where(rows, raw[None, :], raw_cut)
-        by_share = held_out > share_cut
-        shares = xp.asarray(shares, dtype=held_out.dtype, device=device(held_out))
-        collapsed = positive_share(xp.astype(by_share, held_out.dtype), 0.5, self.w_held) < shares * TRANSFER_COLLAPSE
-        return collapsed & (self._value_at(held_out > raw_cut) > self._value_at(by_share) + TRANSFER_MARGIN)
+        return self._value_at(held_out > raw_cut) > self._value_at(held_out > share_cut) + TRANSFER_MARGIN
 
     def _value_at(self, predicted: Array) -> Array:
         """(candidates,): the measure of the held rows' predictions (rows, candidates), booleans."""
