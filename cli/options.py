@@ -148,8 +148,8 @@ SelectOpt = Annotated[
     typer.Option("--select", metavar="RULE",
                  help="How the settings (step, regularisation, passes, threshold) are chosen on rows the "
                  "weights do not see: cv:K (K-fold cross-fitting), holdout:F (one stratified split) or none "
-                 "(the algorithm's own one-pass trial). auto: cv:5 below 20,000 rows, below 500 rows in the "
-                 "smaller class or with as many features as rows, else holdout:0.2."),
+                 "(the algorithm's own one-pass trial). auto: cv:5 below 20,000 rows or below 500 rows in the "
+                 "smaller class, else holdout:0.2."),
 ]
 
 PatienceOpt = Annotated[

@@ -516,15 +516,56 @@ def test_the_positive_share_is_the_fold_models_in_sample_share(monkeypatch):
             assert shares[c] == pytest.approx(np.mean(per_fold), abs=1e-12)
 
 
-def test_one_split_needs_many_rows_many_minority_rows_and_fewer_features_than_rows():
-    """One held-out split needs many rows of the smaller class, at least ``cv_rows`` rows and fewer
-    features than rows; a given rule is kept."""
+def test_one_split_needs_many_rows_and_many_minority_rows():
+    """One held-out split needs many rows of the smaller class and at least ``cv_rows`` rows; a
+    given rule is kept."""
     y = np.where(np.arange(4000) < 600, 1.0, -1.0)
-    assert resolve_rule(None, y, n_features=300) == Rule("holdout", fraction=0.2)
-    assert resolve_rule(None, y, n_features=4000) == Rule("cv", folds=5)
-    assert resolve_rule(None, y, n_features=300, cv_rows=4001) == Rule("cv", folds=5)
-    assert resolve_rule(None, y, n_features=300, cv_rows=4000) == Rule("holdout", fraction=0.2)
-    assert resolve_rule(Rule("holdout", fraction=0.2), y, n_features=4000) == Rule("holdout", fraction=0.2)
+    assert resolve_rule(None, y) == Rule("holdout", fraction=0.2)
+    assert resolve_rule(None, y, cv_rows=4001) == Rule("cv", folds=5)
+    assert resolve_rule(None, y, cv_rows=4000) == Rule("holdout", fraction=0.2)
+    assert resolve_rule(None, np.where(np.arange(4000) < 499, 1.0, -1.0)) == Rule("cv", folds=5)
+    assert resolve_rule(Rule("cv", folds=3), y) == Rule("cv", folds=3)
+
+
+@pytest.mark.parametrize("columns", [40, 900])
+def test_one_split_on_wide_rows_keeps_the_fold_model_s_in_sample_share(monkeypatch, columns):
+    """With one held-out split on rows with at least as many features as rows, the refit model's
+    share is the one the fold model puts above the held-out threshold among the rows it trained on
+    (as the K fold models' is), weighted by the rows' weights; on narrower rows, the held-out rows'
+    share. Checked against the fold model's scores of every training row, recomputed from its
+    weights at the chosen pass, and a plain loop over the rows."""
+    import calopt.training.selection as selection
+
+    rng = np.random.default_rng(5)
+    n = 600
+    X = scipy.sparse.random(n, columns, density=0.05, random_state=5, format="csr")
+    y = np.where(X @ rng.normal(size=columns) + 0.3 * rng.normal(size=n) > 0.15, 1.0, -1.0)
+    weight = rng.uniform(0.5, 2.0, size=n)
+    kept = {}
+    original = selection.Selector._score
+
+    def spy(self, state, passes):  # every candidate's fold model at every pass, and what it chose
+        new = original(self, state, passes)
+        for arm, arm_state in zip(self.arms, new.arms):
+            w, b = arm.weights(arm_state, np)
+            kept[passes] = (np.asarray(w[:, 0::2]), np.asarray(b[0::2]), list(new.thresholds), list(new.shares),
+                            list(new.epochs))
+        kept["folds"] = self.folds
+        return new
+
+    monkeypatch.setattr(selection.Selector, "_score", spy)
+    model = calopt.fit(X, y, measure="f1", select="holdout:0.2", sample_weight=weight, scale=False,
+                       max_epochs=8, patience=3, seed=0)
+    chosen = model.fit_report.selection
+    folds = kept.pop("folds")
+    index = [c["algorithm"] for c in chosen["candidates"]].index(chosen["algorithm"])
+    w, b, thresholds, shares, epochs = kept[epochs_at := chosen["epochs"]]
+    assert shares[index] == pytest.approx(chosen["positive_share"], abs=0)
+    rows = np.flatnonzero(folds < 0) if columns >= n else np.flatnonzero(folds >= 0)
+    scores = X[rows] @ w[:, index] + b[index]
+    above = sum(weight[i] for i, s in zip(rows, scores) if s > thresholds[index])
+    assert chosen["positive_share"] == pytest.approx(above / weight[rows].sum(), abs=1e-12)
+    assert epochs_at == epochs[index]
 
 
 def test_a_model_that_fits_its_training_rows_keeps_the_held_out_rate_on_new_rows():

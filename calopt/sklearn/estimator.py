@@ -106,8 +106,8 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
     select : str, default="auto"
         How ``fit`` chooses the settings (step, regularisation, passes, threshold) on
         rows the weights do not see: ``"cv:K"``, ``"holdout:F"``, ``"none"`` (the
-        solver's one-pass trial), or ``"auto"`` (5-fold below 20,000 rows, below 500 rows
-        of the smaller class or with as many features as rows, else a 20% split); see
+        solver's one-pass trial), or ``"auto"`` (5-fold below 20,000 rows or below 500 rows
+        of the smaller class, else a 20% split); see
         :func:`calopt.fit`.
     patience : int, default=20
         Passes without improvement on the held-out rows before ``fit`` stops.

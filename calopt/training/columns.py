@@ -9,9 +9,9 @@ solvers need only the present columns: :func:`on_present_columns` maps the train
 evaluation) rows onto them once (:class:`PresentColumns`, O(non-zeros), no width-sized
 array), trains, and expands the coefficients to the full width (weight 0, scale 1 where a
 column never appeared) for the model. Everything in between sees the present columns only:
-the scaling, the solvers' states, the selection's models, the checkpoints, and the selection
-rule's "as many features as rows" (a column no row holds cannot fit a row: a stray index at
-10⁷ does not turn a data set into a wide one).
+the scaling, the solvers' states, the selection's models, the checkpoints, and the selection's
+"as many features as rows" (a column no row holds cannot fit a row: a stray index at 10⁷
+does not turn a data set into a wide one).
 
 The map applies where the data are scipy.sparse, at least half of the columns
 (:data:`ABSENT_SHARE`) are absent, and every algorithm trained declares

@@ -479,7 +479,7 @@ def fit_rows(X: Any, y_pm: np.ndarray, classes: tuple[Any, Any], plan: FitPlan, 
     """The binary plan on rows with labels ±1: the rule for the data, the features prepared on the
     backend (dense ones ``standardized`` when asked, for a large data set's sample), in the span of
     the rows where they are wide, then :func:`_fit_binary`."""
-    rule = selection_rule(plan.components.algorithms, plan.select, y_pm, int(X.shape[1]))
+    rule = selection_rule(plan.components.algorithms, plan.select, y_pm)
     data = prepare(X, y_pm, resolved, plan.scale, weight)
     evaluation = None if eval_set is None else prepare(eval_set[0], eval_set[1], resolved, data.scale)
     shift = None
@@ -520,8 +520,8 @@ def _row_sample(X: Any, y_pm: np.ndarray, plan: FitPlan, weight: np.ndarray | No
     return None if size is None else RowSample.draw(y_pm, size, plan.seed)
 
 
-def selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarray, n_features: int) -> Rule:
-    """The rule for training ``algorithms`` on labels ``y`` (±1) and rows of ``n_features``: ``rule``
+def selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarray) -> Rule:
+    """The rule for training ``algorithms`` on labels ``y`` (±1): ``rule``
     (None: automatic) checked against the data, or ``none`` when an algorithm reads the data its
     own way (it cannot be cross-fitted: an error when a rule was given)."""
     if rule is not None and rule.kind == "none":
@@ -532,7 +532,7 @@ def selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarray
             raise ParameterError(f"select={rule}: algorithm {unfoldable[0]!r} trains on a reader of its own and "
                                  f"cannot be cross-fitted; use select='none'")
         return Rule("none")  # its own settings, DEFAULT_EPOCHS passes
-    return resolve_rule(rule, y, n_features, CV_ROWS)
+    return resolve_rule(rule, y, CV_ROWS)
 
 
 def _binary_task(data: Prepared, plan: FitPlan, rule: Rule, evaluation: Prepared | None
@@ -857,8 +857,7 @@ class OneVsRest:
             class_data = data.with_labels(data.y_host[c])
             class_eval = None if evaluation is None else evaluation.with_labels(evaluation.y_host[c])
             try:
-                rule = selection_rule([plan.components.algorithm], plan.select, class_data.y_host,
-                                      int(data.X.shape[1]))
+                rule = selection_rule([plan.components.algorithm], plan.select, class_data.y_host)
                 model = _fit_binary(class_data, (-1.0, 1.0), plan, rule, class_eval, time.perf_counter(),
                                     self._run(c, current if c == first_to_fit else None))
             except TrainingInterrupted as exc:

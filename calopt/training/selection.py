@@ -6,10 +6,9 @@ regularisation) and the number of passes are chosen on held-out data, and so is 
 decision threshold:
 
 * the rule comes from the data (:func:`resolve_rule`): K-fold cross-fitting below
-  :data:`CV_ROWS` rows, when the smaller class has fewer than :data:`CV_MINORITY` rows
-  (where one split would leave a few dozen held-out rows of it), or when the rows have at
-  least as many features as there are rows; one stratified held-out fraction otherwise
-  (large data, where K + 1 fits would cost too much);
+  :data:`CV_ROWS` rows or when the smaller class has fewer than :data:`CV_MINORITY` rows
+  (where one split would leave a few dozen held-out rows of it); one stratified held-out
+  fraction otherwise (large data, where K + 1 fits would cost too much);
 * for each candidate, K fold models (a fold's held-out rows weigh 0) and the refit model
   (every row) are trained together, in one run of the training loop (:class:`Selector`);
   a ``stackable`` algorithm trains all of them as the columns of one stacked model on the
@@ -172,20 +171,20 @@ def parse_rule(text: str | Rule) -> Rule | None:
     raise ParameterError(f"select={text!r}: expected auto, none, cv:K (K ≥ 2) or holdout:F (0 < F < 1)")
 
 
-def resolve_rule(rule: Rule | None, y: np.ndarray, n_features: int = 0, cv_rows: int = 0) -> Rule:
-    """The rule for labels ``y`` (±1) and rows of ``n_features``: as given, else K-fold below
-    :data:`CV_MINORITY` rows in the smaller class, below ``cv_rows`` rows (the training
-    pipeline passes :data:`CV_ROWS`), or when there are at least as many features as rows (a
-    model can then fit its training rows, and only the fold models' in-sample shares carry the
-    threshold over to the refit model: :meth:`Selector._seen_share`); one held-out split
-    otherwise. A given rule must leave each fold a row of that class; the automatic one takes
-    fewer folds when it has fewer than K rows, and is ``none`` (nothing can be held out) when
-    it has one."""
+def resolve_rule(rule: Rule | None, y: np.ndarray, cv_rows: int = 0) -> Rule:
+    """The rule for labels ``y`` (±1): as given, else K-fold below :data:`CV_MINORITY` rows in
+    the smaller class or below ``cv_rows`` rows (the training pipeline passes :data:`CV_ROWS`),
+    one held-out split otherwise. Rows with at least as many features as there are rows, which
+    a model can fit, no longer take K folds at any size (they did until the fifth session, for
+    the fold models' in-sample share): one split's fold model gives that share too
+    (:class:`Selector`), at a third of the models. A given rule must leave each fold a row of
+    that class; the automatic one takes fewer folds when it has fewer than K rows, and is
+    ``none`` (nothing can be held out) when it has one."""
     minority = int(min(np.sum(y > 0), np.sum(y <= 0)))
     if rule is None:  # K = 5, or as many folds as that class has rows (none below 2)
         if minority < 2:
             return Rule("none")
-        small = minority < CV_MINORITY or n_features >= y.size or y.size < cv_rows
+        small = minority < CV_MINORITY or y.size < cv_rows
         rule = Rule("cv", folds=min(FOLDS, minority)) if small else Rule("holdout", fraction=HOLDOUT)
     if rule.kind == "cv" and rule.folds > minority:
         raise ParameterError(f"select={rule}: the smaller class has {minority} rows, fewer than the folds")
@@ -529,6 +528,15 @@ class Selector:
             self.fold_rows = [(backend.xp.asarray(np.flatnonzero(folds[held] != k), device=backend.device),
                                backend.xp.asarray((folds[held] == k)[:, None], device=backend.device))
                               for k in range(self.K)]
+        #: with one held-out split on rows a model can fit (at least as many features as rows):
+        #: the rows the fold model trained on (device indices), those rows and their weights, where
+        #: its in-sample positive share is counted, as the K fold models' is (:meth:`_seen_share`)
+        self.trained_index = self.X_trained = self.w_trained = None
+        if self.K == 1 and held.size < y.size and X.shape[1] >= y.size:
+            trained = np.flatnonzero(folds < 0)
+            self.trained_index = backend.xp.asarray(trained, device=backend.device)
+            self.X_trained = take_rows(X, trained, backend)
+            self.w_trained = None if weight is None else backend.asarray(weight[trained])
         self.sizes = [len(arm.grid) for arm in arms]
         #: each candidate's distance from the algorithm's own settings: where held-out values tie,
         #: the nearest is chosen (:meth:`best_index`)
@@ -610,7 +618,7 @@ class Selector:
     def _score(self, state: SelectionState, passes: int) -> SelectionState:
         """Score the out-of-fold predictions of every candidate still trained; keep each one's best pass."""
         xp = self.backend.xp
-        held_out, refit_w, refit_b, finite, seen, index = [], [], [], [], [], []
+        held_out, refit_w, refit_b, finite, seen, index, trained = [], [], [], [], [], [], []
         offset = 0
         for arm, arm_state, S, candidates in zip(self.arms, state.arms, self.sizes, self._active(state)):
             if candidates:
@@ -619,6 +627,10 @@ class Selector:
                 models_finite = xp.all(xp.isfinite(w), axis=0) & xp.isfinite(b)
                 finite.append(xp.all(xp.reshape(models_finite, (A, self.K + 1)), axis=1))
                 kept = arm.output_scores(arm_state, candidates)  # the pass's own scores of these weights
+                if self.trained_index is not None:  # the fold model's scores of the rows it trained on
+                    fold = xp.asarray(np.arange(A) * 2, device=self.backend.device)
+                    trained.append(self.X_trained @ xp.take(w, fold, axis=1) + xp.take(b, fold) if kept is None
+                                   else xp.take(xp.take(kept, self.trained_index, axis=0), fold, axis=1))
                 if kept is None:
                     kept = self.X_held @ w + b
                 elif self.held_index is not None:
@@ -639,6 +651,8 @@ class Selector:
         seen = xp.concat(seen, axis=1)
         if self.K > 1 and not isinstance(self.measure, ConstrainedMeasure):
             shares = self._seen_share(seen, thresholds)
+        elif trained and not isinstance(self.measure, ConstrainedMeasure):
+            shares = positive_share(xp.concat(trained, axis=1), thresholds, self.w_trained)
         else:
             shares = positive_share(held_out, thresholds, self.w_held)
         finite = xp.astype(xp.concat(finite), values.dtype)
