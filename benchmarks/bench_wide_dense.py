@@ -17,16 +17,14 @@ its folds shuffled by seed 1, the route's own spread).
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-import bench_suite  # noqa: E402
+import bench_suite
+import synthetic_shapes
 
 #: (name, rows, columns, informative columns, kind, positive rate)
 SHAPES = [
@@ -39,7 +37,6 @@ SHAPES = [
     ("bin2-2000x5000", 2000, 5000, 100, "bin2", 0.10),
     ("bin2-1000x3000", 1000, 3000, 60, "bin2", 0.15),
 ]
-MEASURES = ["f1", "gmean"]
 SEEDS = 3
 
 
@@ -64,58 +61,8 @@ def make(shape: tuple, seed: int) -> bench_suite.Dataset:
                                1, 0, f"random 70/30, seed {seed}")
 
 
-def half_of(half: str) -> list[tuple]:
-    return SHAPES[0::2] if half == "dev" else SHAPES[1::2]
-
-
-def run(args: argparse.Namespace) -> None:
-    bench_suite.limit_threads()
-    cells = {}
-    for shape in half_of(args.half):
-        for seed in range(SEEDS):
-            data = make(shape, seed)
-            for measure in MEASURES:
-                calopt = bench_suite.run_calopt(data, measure, {})
-                route = bench_suite.run_route(data, measure)
-                twin = bench_suite.run_route(data, measure, cv_seed=1)
-                cell = {"calopt": calopt.get("value"), "route": route["value"], "twin": twin["value"],
-                        "calopt_seconds": calopt.get("seconds"), "route_seconds": route["seconds"],
-                        "error": calopt.get("error"), "load_1min": os.getloadavg()[0]}
-                cells[f"{shape[0]}|{measure}|{seed}"] = cell
-                print(f"{shape[0]:18s} {measure:6s} seed {seed}: route {cell['route']:.4f} calopt "
-                      f"{cell['calopt']:.4f} ({cell['calopt'] - cell['route']:+.4f}) twin {cell['twin'] - cell['route']:+.4f}",
-                      flush=True)
-    results = {"half": args.half, **bench_suite._header({}), "cells": cells}
-    args.out.write_text(json.dumps(results, indent=1))
-    print(summary(cells))
-
-
-def summary(cells: dict) -> str:
-    """Mean margin over the route (calopt's and the twin's), the worst cell, cells below −0.02."""
-    lines = ["| measure | cells | calopt − route | twin − route | worst: calopt / twin | below −0.02: calopt / twin | time ratio (median) |",
-             "|---|---:|---:|---:|---|---|---:|"]
-    for measure in [*MEASURES, "all"]:
-        chosen = [c for k, c in cells.items() if measure == "all" or k.split("|")[1] == measure]
-        margin = np.array([c["calopt"] - c["route"] for c in chosen])
-        twin = np.array([c["twin"] - c["route"] for c in chosen])
-        ratio = np.median([c["calopt_seconds"] / c["route_seconds"] for c in chosen])
-        lines.append(f"| {measure} | {len(chosen)} | {margin.mean():+.4f} | {twin.mean():+.4f} | "
-                     f"{margin.min():+.4f} / {twin.min():+.4f} | {np.sum(margin < -0.02)} / {np.sum(twin < -0.02)} | "
-                     f"{ratio:.2f} |")
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--half", choices=["dev", "confirm"], required=True)
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--report", action="store_true", help="only print the summary of --out")
-    args = parser.parse_args(argv)
-    args.out = args.out or Path(__file__).parent / "results" / f"wide_dense_{args.half}.json"
-    if args.report:
-        print(summary(json.loads(args.out.read_text())["cells"]))
-        return
-    run(args)
+    synthetic_shapes.main(argv, __doc__.splitlines()[0], "wide_dense", SHAPES, SEEDS, make)
 
 
 if __name__ == "__main__":
