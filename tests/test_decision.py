@@ -169,6 +169,31 @@ def test_one_class_s_weight_search_is_every_decision_by_plain_loops(spec):
             decision.MAX_CELLS = old_cells
 
 
+def test_kept_best_classes_give_the_line_search_the_same_numbers():
+    """Coordinate ascent keeps each row's scores and two best classes between searches
+    (``decision._Best``); a search reads them instead of an argmax over every column. On
+    probabilities with ties (rounded to tenths: rows where two classes tie, the first wins as in
+    argmax) and after columns are reweighed, each search returns what a search from the gains
+    alone returns, and the kept best classes are a plain loop's over the rows."""
+    from calopt.training import decision
+
+    proba, codes = _long_tailed(400, 5, seed=3)
+    proba = np.round(proba, 1)
+    rows = decision._Rows(get_measure("gmean"), proba, codes, None)
+    gains = np.eye(5)
+    best = decision._Best(proba, gains)
+    for j, weight in [(2, 1.5), (0, 0.8), (4, 3.0), (2, 0.5)]:
+        for k in range(5):
+            assert decision._line_search(rows, gains, k, best) == decision._line_search(rows, gains, k)
+        gains[j, j] = weight
+        best.reweigh(j, weight)
+        for i in range(proba.shape[0]):
+            scores = [proba[i, c] * gains[c, c] for c in range(5)]
+            first = max(range(5), key=lambda c: (scores[c], -c))
+            second = max((c for c in range(5) if c != first), key=lambda c: (scores[c], -c))
+            assert (best.first[i], best.second[i]) == (first, second)
+
+
 def test_beyond_exact_breaks_the_search_still_finds_the_plain_loop_best_near_the_weight(monkeypatch):
     """With fewer exact break points allowed than rows, the window around the current weight and the
     coarse ranks outside still reach the plain-loop best here (a smooth measure of 2,000 rows)."""

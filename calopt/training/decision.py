@@ -261,7 +261,37 @@ def _predictions(proba: np.ndarray, gains: np.ndarray) -> np.ndarray:
     return np.argmax(_scores(proba, gains), axis=1)
 
 
-def _line_search(rows: _Rows, gains: np.ndarray, j: int) -> tuple[float, float]:
+class _Best:
+    """Each row's scores under a per-class-weight rule (a diagonal gain matrix) and its two best
+    classes (the first of equal ones, as ``argmax``): a line search over column j reads the best
+    other class from them instead of an argmax over every column, and a new weight of column j
+    recomputes them once (:func:`_polish`). The same numbers as :func:`_scores` and ``argmax``."""
+
+    def __init__(self, proba: np.ndarray, gains: np.ndarray):
+        self.proba, self.rows = proba, np.arange(proba.shape[0])
+        self.scores = _scores(proba, gains)
+        self._rank()
+
+    def _rank(self) -> None:
+        scores = self.scores
+        self.first = np.argmax(scores, axis=1)
+        kept = scores[self.rows, self.first]
+        scores[self.rows, self.first] = -np.inf
+        self.second = np.argmax(scores, axis=1)
+        scores[self.rows, self.first] = kept
+
+    def reweigh(self, j: int, weight: float) -> None:
+        """Column j's weight is now ``weight``."""
+        self.scores[:, j] = self.proba[:, j] * weight
+        self._rank()
+
+    def without(self, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Column j's scores, and each row's best other class and its score."""
+        base = np.where(self.first == j, self.second, self.first)
+        return self.scores[:, j].copy(), base, self.scores[self.rows, base]
+
+
+def _line_search(rows: _Rows, gains: np.ndarray, j: int, best: _Best | None = None) -> tuple[float, float]:
     """The best scale of column ``j`` of ``gains`` and its value (counted: the rows a scale
     switches, not the rule's predictions).
 
@@ -276,11 +306,14 @@ def _line_search(rows: _Rows, gains: np.ndarray, j: int) -> tuple[float, float]:
     twice the last at the ends).
     """
     n = rows.codes.size
-    scores = _scores(rows.proba, gains)
-    own = scores[:, j].copy()
-    scores[:, j] = -np.inf
-    base = np.argmax(scores, axis=1)
-    others = scores[np.arange(n), base]
+    if best is not None:  # ``gains``' scores and best classes, kept (:class:`_Best`)
+        own, base, others = best.without(j)
+    else:
+        scores = _scores(rows.proba, gains)
+        own = scores[:, j].copy()
+        scores[:, j] = -np.inf
+        base = np.argmax(scores, axis=1)
+        others = scores[np.arange(n), base]
     ratio = np.divide(others, own, out=np.full(n, np.inf), where=own > 0)  # ∞: never j's
     start = np.where(ratio <= 0, j, base)  # a break ≤ 0: j's at every scale s > 0
     movable = np.flatnonzero((ratio > 0) & np.isfinite(ratio))
@@ -365,10 +398,12 @@ def _polish(rows: _Rows, gains: np.ndarray, rounds: int) -> tuple[np.ndarray, fl
     scale is taken when its value, counted again on the rule's own predictions, is higher."""
     K = rows.K
     value = rows.value_of(gains)
+    diagonal = np.count_nonzero(gains - np.diag(np.diagonal(gains))) == 0  # and stays so: columns scale
+    best = _Best(rows.proba, gains) if diagonal else None
     idle, enough = 0, K  # searches without a gain since the last gain; K, then K - 1 (the class that gained is at its best)
     for search in range(rounds * K):
         j = search % K
-        scale, counted = _line_search(rows, gains, j)
+        scale, counted = _line_search(rows, gains, j, best)
         idle += 1
         if counted > value + 1e-12:  # checked on the rule's own predictions (ties, rounding)
             candidate = gains.copy()
@@ -376,6 +411,8 @@ def _polish(rows: _Rows, gains: np.ndarray, rounds: int) -> tuple[np.ndarray, fl
             exact = rows.value_of(candidate)
             if exact > value + 1e-12:
                 gains, value, idle, enough = candidate, exact, 0, K - 1
+                if best is not None:
+                    best.reweigh(j, gains[j, j])
         if idle >= enough:
             break
     return gains, value
