@@ -528,9 +528,10 @@ class Selector:
             self.fold_rows = [(backend.xp.asarray(np.flatnonzero(folds[held] != k), device=backend.device),
                                backend.xp.asarray((folds[held] == k)[:, None], device=backend.device))
                               for k in range(self.K)]
-        #: with one held-out split on rows a model can fit (at least as many features as rows):
-        #: the rows the fold model trained on (device indices), those rows and their weights, where
-        #: its in-sample positive share is counted, as the K fold models' is (:meth:`_seen_share`)
+        #: with one held-out split on rows a model can fit (at least as many features as rows; in
+        #: the row space, Φ's columns: the rows' rank): the rows the fold model trained on (device
+        #: indices), those rows and their weights, where its in-sample positive share is counted,
+        #: as the K fold models' is (:meth:`_seen_share`)
         self.trained_index = self.X_trained = self.w_trained = None
         if self.K == 1 and held.size < y.size and X.shape[1] >= y.size:
             trained = np.flatnonzero(folds < 0)
