@@ -527,13 +527,15 @@ def test_one_split_needs_many_rows_and_many_minority_rows():
     assert resolve_rule(Rule("cv", folds=3), y) == Rule("cv", folds=3)
 
 
-@pytest.mark.parametrize("columns", [40, 900])
-def test_one_split_on_wide_rows_keeps_the_fold_model_s_in_sample_share(monkeypatch, columns):
+@pytest.mark.parametrize(("columns", "algorithm", "measure"),
+                         [(40, "lbfgs", "f1"), (900, "lbfgs", "f1"), (900, "spade", "qmean")])
+def test_one_split_on_wide_rows_keeps_the_fold_model_s_in_sample_share(monkeypatch, columns, algorithm, measure):
     """With one held-out split on rows with at least as many features as rows, the refit model's
     share is the one the fold model puts above the held-out threshold among the rows it trained on
     (as the K fold models' is), weighted by the rows' weights; on narrower rows, the held-out rows'
     share. Checked against the fold model's scores of every training row, recomputed from its
-    weights at the chosen pass, and a plain loop over the rows."""
+    weights at the chosen pass, and a plain loop over the rows; for L-BFGS, which keeps the pass's
+    scores of every row, and for SPADE, whose scores are computed from its weights."""
     import calopt.training.selection as selection
 
     rng = np.random.default_rng(5)
@@ -554,8 +556,8 @@ def test_one_split_on_wide_rows_keeps_the_fold_model_s_in_sample_share(monkeypat
         return new
 
     monkeypatch.setattr(selection.Selector, "_score", spy)
-    model = calopt.fit(X, y, measure="f1", select="holdout:0.2", sample_weight=weight, scale=False,
-                       max_epochs=8, patience=3, seed=0)
+    model = calopt.fit(X, y, measure=measure, algorithm=algorithm, select="holdout:0.2", sample_weight=weight,
+                       scale=False, max_epochs=8, patience=3, seed=0)
     chosen = model.fit_report.selection
     folds = kept.pop("folds")
     index = [c["algorithm"] for c in chosen["candidates"]].index(chosen["algorithm"])
