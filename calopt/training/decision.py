@@ -268,17 +268,17 @@ class _Best:
     recomputes them once (:func:`_polish`). The same numbers as :func:`_scores` and ``argmax``."""
 
     def __init__(self, proba: np.ndarray, gains: np.ndarray):
-        self.proba, self.rows = proba, np.arange(proba.shape[0])
+        self.proba, self.index = proba, np.arange(proba.shape[0])
         self.scores = _scores(proba, gains)
         self._rank()
 
     def _rank(self) -> None:
         scores = self.scores
         self.first = np.argmax(scores, axis=1)
-        kept = scores[self.rows, self.first]
-        scores[self.rows, self.first] = -np.inf
+        kept = scores[self.index, self.first]
+        scores[self.index, self.first] = -np.inf
         self.second = np.argmax(scores, axis=1)
-        scores[self.rows, self.first] = kept
+        scores[self.index, self.first] = kept
 
     def reweigh(self, j: int, weight: float) -> None:
         """Column j's weight is now ``weight``."""
@@ -288,7 +288,7 @@ class _Best:
     def without(self, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Column j's scores, and each row's best other class and its score."""
         base = np.where(self.first == j, self.second, self.first)
-        return self.scores[:, j].copy(), base, self.scores[self.rows, base]
+        return self.scores[:, j].copy(), base, self.scores[self.index, base]
 
 
 def _line_search(rows: _Rows, gains: np.ndarray, j: int, best: _Best | None = None) -> tuple[float, float]:

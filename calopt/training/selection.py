@@ -531,14 +531,15 @@ class Selector:
         #: with one held-out split on rows a model can fit (at least as many features as rows; in
         #: the row space, Φ's columns: the rows' rank): the rows the fold model trained on (device
         #: indices) and their weights, where its in-sample positive share is counted, as the K fold
-        #: models' is (:meth:`_seen_share`); ``X`` itself, not a copy of those rows (wide dense rows
-        #: would double the memory), for an algorithm that does not keep its pass's scores
+        #: models' is (:meth:`_seen_share`); their scores come from ``X`` itself, not a copy of
+        #: those rows (wide dense rows would double the memory), for an algorithm that does not
+        #: keep its pass's scores
+        self.X = X
         self.trained_index = self.w_trained = None
         if self.K == 1 and held.size < y.size and X.shape[1] >= y.size:
             trained = np.flatnonzero(folds < 0)
             self.trained_index = backend.xp.asarray(trained, device=backend.device)
             self.w_trained = None if weight is None else backend.asarray(weight[trained])
-            self.X = X
         self.sizes = [len(arm.grid) for arm in arms]
         #: each candidate's distance from the algorithm's own settings: where held-out values tie,
         #: the nearest is chosen (:meth:`best_index`)
@@ -630,7 +631,7 @@ class Selector:
                 finite.append(xp.all(xp.reshape(models_finite, (A, self.K + 1)), axis=1))
                 kept = arm.output_scores(arm_state, candidates)  # the pass's own scores of these weights
                 if self.trained_index is not None:  # the fold model's scores of the rows it trained on
-                    fold = xp.asarray(np.arange(A) * 2, device=self.backend.device)
+                    fold = xp.asarray(np.arange(A) * (self.K + 1), device=self.backend.device)
                     every = self.X @ xp.take(w, fold, axis=1) + xp.take(b, fold) if kept is None \
                         else xp.take(kept, fold, axis=1)
                     trained.append(xp.take(every, self.trained_index, axis=0))
