@@ -516,6 +516,11 @@ class Selector:
         mask = np.concatenate([folds[held][:, None] == np.arange(self.K)[None, :],
                                np.zeros((held.size, 1), dtype=bool)], axis=1)
         self.mask = backend.asarray(mask[:, None, :].astype(np.float64))
+        #: (rows, candidates): where each held row's out-of-fold score is among a pass's scores
+        #: (rows, candidates · (K + 1)), candidate-major: its fold's column of each candidate
+        self.out_of_fold = backend.xp.asarray(np.maximum(folds[held], 0)[:, None]
+                                              + (self.K + 1) * np.arange(max(len(arm.grid) for arm in arms))[None, :],
+                                              device=backend.device)
         #: with K folds, each row's weight (1 without) where fold k's model trained on it, else 0
         #: (rows, 1, K), and its sum per fold: where the fold models' in-sample positive share is
         #: counted (:meth:`_seen_share`)
@@ -640,7 +645,8 @@ class Selector:
                 elif self.held_index is not None:
                     kept = xp.take(kept, self.held_index, axis=0)
                 scores = xp.reshape(kept, (-1, A, self.K + 1))
-                held_out.append(xp.sum(scores * self.mask, axis=2))  # (rows, A): each row by the model that did not see it
+                # (rows, A): each row by the model that did not see it
+                held_out.append(xp.take_along_axis(kept, self.out_of_fold[:, :A], axis=1))
                 seen.append(scores[:, :, :self.K])
                 refit = xp.asarray(np.arange(A) * (self.K + 1) + self.K, device=self.backend.device)
                 refit_w.append(xp.take(w, refit, axis=1))
