@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from calopt.algorithms import Algorithm, Problem
-from calopt.backends import Backend, get_backend, is_sparse, namespace, to_numpy
+from calopt.backends import Backend, device, get_backend, is_sparse, namespace, to_numpy
 from calopt.components import Component, parse_spec
 from calopt.constraints import ConstrainedMeasure
 from calopt.errors import ParameterError, TrainingError
@@ -684,24 +684,26 @@ class Selector:
             gather = xp.asarray(np.maximum(where, 0), device=self.backend.device)
             held_out, seen = xp.take(held_out, gather, axis=1), xp.take(seen, gather, axis=1)
             refit_w, refit_b = [xp.take(xp.concat(refit_w, axis=1), gather, axis=1)], [xp.take(xp.concat(refit_b), gather)]
-        keep = xp.asarray(improved, device=self.backend.device)
-        coef = xp.where(keep[None, :], xp.concat(refit_w, axis=1), state.coef)
-        intercept = xp.where(keep, xp.concat(refit_b), state.intercept)
-        scores = xp.where(keep[None, :], held_out, state.scores)
         best = max(best_values)
         stale = 0 if best > state.best else state.stale + 1
-        return state._replace(values=best_values, epochs=epochs, thresholds=best_thresholds, shares=best_shares,
-                              seen=xp.where(keep[None, :, None], seen, state.seen) if self.K > 1 else state.seen,
-                              coef=coef, intercept=intercept,
-                              scores=scores, best=best, stale=stale, diverged=diverged)
+        state = state._replace(values=best_values, epochs=epochs, thresholds=best_thresholds, shares=best_shares,
+                               best=best, stale=stale, diverged=diverged)
+        if not improved.any():  # every candidate keeps its model and scores of an earlier pass
+            return state
+        keep = xp.asarray(improved, device=self.backend.device)
+        return state._replace(coef=xp.where(keep[None, :], xp.concat(refit_w, axis=1), state.coef),
+                              intercept=xp.where(keep, xp.concat(refit_b), state.intercept),
+                              scores=xp.where(keep[None, :], held_out, state.scores),
+                              seen=xp.where(keep[None, :, None], seen, state.seen) if self.K > 1 else state.seen)
 
     def _seen_share(self, scores: Array, thresholds: Array) -> Array:
         """(candidates,): the share of the rows it trained on that each fold model scores above its
         candidate's threshold, the mean over the K folds (``scores`` (rows, candidates, K): every
         row by every fold model; a row counts for fold k when fold k trained on it)."""
         xp = namespace(scores)
-        above = xp.astype(scores > thresholds[None, :, None], scores.dtype)
-        return xp.mean(xp.sum(above * self.seen, axis=0) / self.seen_total, axis=1)
+        zero = xp.zeros((), dtype=scores.dtype, device=device(scores))
+        above = xp.where(scores > thresholds[None, :, None], self.seen, zero)  # the row's weight where above
+        return xp.mean(xp.sum(above, axis=0) / self.seen_total, axis=1)
 
     def _share_fails(self, seen: Array, held_out: Array, shares: list[float]) -> Array:
         """(candidates,) booleans: whether the fold models show that the in-sample share does not

@@ -43,7 +43,7 @@ def best_cut(scores: Array, y: Array, measure: Measure, weight: Array | None = N
     sorted_scores = xp.take_along_axis(columns, order, axis=0)
     flat = xp.reshape(order, (-1,))
     positive = xp.reshape(xp.take(y, flat), order.shape) > 0  # (n, S) labels in each column's order
-    mass = xp.ones_like(sorted_scores) if weight is None else xp.reshape(xp.take(weight, flat), order.shape)
+    mass = None if weight is None else xp.reshape(xp.take(weight, flat), order.shape)
     values = cut_values(sorted_scores, positive, mass, measure)
     k = xp.argmax(values, axis=0, keepdims=True)  # (1, S)
     # the scores on each side of cut k (the ends extended by one): the threshold is their midpoint,
@@ -63,14 +63,19 @@ def cut_values(sorted_scores: Array, positive: Array, mass: Array, measure: Meas
     cut after position k predicts the first k rows positive; −inf where the k-th and (k+1)-th
     scores are equal (no threshold falls between them).
 
-    ``positive`` (bool) and ``mass`` (the rows' weights, or ones) are in the scores' order.
+    ``positive`` (bool) and ``mass`` (the rows' weights; None: 1 each) are in the scores' order.
     ``above`` is the (positive, negative) mass above the first score and ``totals`` the whole
     set's, for scores that are a window of a larger set (default: nothing above, these rows).
     """
     xp = namespace(sorted_scores)
-    zero = xp.zeros_like(sorted_scores)
-    tp = above[0] + xp.cumulative_sum(xp.where(positive, mass, zero), axis=0, include_initial=True)
-    fp = above[1] + xp.cumulative_sum(xp.where(positive, zero, mass), axis=0, include_initial=True)
+    if mass is None:  # counts: the negatives above cut k are the k rows less the positives (exact)
+        hits = xp.cumulative_sum(xp.astype(positive, sorted_scores.dtype), axis=0, include_initial=True)
+        k = xp.arange(sorted_scores.shape[0] + 1, dtype=sorted_scores.dtype, device=device(sorted_scores))
+        tp, fp = above[0] + hits, above[1] + (k[:, None] - hits)
+    else:
+        zero = xp.zeros_like(sorted_scores)
+        tp = above[0] + xp.cumulative_sum(xp.where(positive, mass, zero), axis=0, include_initial=True)
+        fp = above[1] + xp.cumulative_sum(xp.where(positive, zero, mass), axis=0, include_initial=True)
     n_pos, n_neg = (tp[-1:, :], fp[-1:, :]) if totals is None else totals
     values = measure.from_counts(tp, fp, n_neg - fp, n_pos - tp, xp=xp)
     edge = xp.ones((1, sorted_scores.shape[1]), dtype=xp.bool, device=device(sorted_scores))
