@@ -169,6 +169,29 @@ def test_one_class_s_weight_search_is_every_decision_by_plain_loops(spec):
             decision.MAX_CELLS = old_cells
 
 
+@pytest.mark.parametrize("spec", ["gmean", "min", "f1"])
+def test_a_search_over_tied_break_points_is_every_decision_by_plain_loops(spec):
+    """Rows with equal probabilities (each three times, of classes drawn apart) give runs of equal
+    break points, which the unweighted search sorts in any order (only cuts between distinct ones
+    count): its best value is the plain loops' one; weighted (a stable sort), it is the plain loops'
+    on the rows repeated by their weights."""
+    from calopt.training import decision
+
+    proba, codes = _long_tailed(200, 4, seed=13)
+    proba = np.repeat(proba, 3, axis=0)
+    codes = np.random.default_rng(14).permutation(np.repeat(codes, 3))
+    gains = np.diag([1.0, 1.3, 0.7, 2.0])
+    weight = np.random.default_rng(13).integers(1, 4, size=codes.size)
+    repeated, repeated_codes = np.repeat(proba, weight, axis=0), np.repeat(codes, weight)
+    for j in range(4):
+        rows = decision._Rows(get_measure(spec), proba, codes, None)
+        expected = _best_scale_by_plain_loops(spec, proba, codes, gains, j)
+        assert decision._line_search(rows, gains, j)[1] == pytest.approx(expected, abs=1e-12)
+        rows = decision._Rows(get_measure(spec), proba, codes, weight.astype(float))
+        expected = _best_scale_by_plain_loops(spec, repeated, repeated_codes, gains, j)
+        assert decision._line_search(rows, gains, j)[1] == pytest.approx(expected, abs=1e-12)
+
+
 def test_kept_best_classes_give_the_line_search_the_same_numbers():
     """Coordinate ascent keeps each row's scores and two best classes between searches
     (``decision._Best``); a search reads them instead of an argmax over every column. On

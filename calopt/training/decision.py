@@ -281,9 +281,26 @@ class _Best:
         scores[self.index, self.first] = kept
 
     def reweigh(self, j: int, weight: float) -> None:
-        """Column j's weight is now ``weight``."""
-        self.scores[:, j] = self.proba[:, j] * weight
-        self._rank()
+        """Column j's weight is now ``weight``. A row whose two best classes do not include j keeps
+        them or takes j into them by two comparisons (the other classes' scores are unchanged and
+        no better than the second); a row where j was one of them is ranked again in full."""
+        scores, index = self.scores, self.index
+        new = self.proba[:, j] * weight
+        scores[:, j] = new
+        first, second = self.first, self.second
+        again = (first == j) | (second == j)
+        # as argmax ranks: the higher score, of equal ones the lower class
+        beats_first = (new > scores[index, first]) | ((new == scores[index, first]) & (j < first))
+        beats_second = (new > scores[index, second]) | ((new == scores[index, second]) & (j < second))
+        first, second = (np.where(beats_first, j, first),
+                         np.where(beats_first, first, np.where(beats_second, j, second)))
+        rows = np.flatnonzero(again)
+        if rows.size:
+            part = scores[rows]
+            top = np.argmax(part, axis=1)
+            part[np.arange(rows.size), top] = -np.inf
+            first[rows], second[rows] = top, np.argmax(part, axis=1)
+        self.first, self.second = first, second
 
     def without(self, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Column j's scores, and each row's best other class and its score."""
@@ -319,7 +336,10 @@ def _line_search(rows: _Rows, gains: np.ndarray, j: int, best: _Best | None = No
     movable = np.flatnonzero((ratio > 0) & np.isfinite(ratio))
     if movable.size == 0:
         return 1.0, -np.inf
-    order = movable[np.argsort(ratio[movable], kind="stable")]
+    # Only cuts between distinct break points count (``valid``), and a row of a run of tied ones
+    # counts into the same cut wherever the run puts it: unweighted the counts are whole numbers, so
+    # the faster unstable sort gives the same values to the bit (weighted sums could regroup).
+    order = movable[np.argsort(ratio[movable], kind=None if rows.weight is None else "stable")]
     breaks = ratio[order]
     m = breaks.size
     valid = np.ones(m + 1, dtype=bool)  # interval i: the first i rows switched, s in (breaks[i-1], breaks[i])
@@ -329,9 +349,11 @@ def _line_search(rows: _Rows, gains: np.ndarray, j: int, best: _Best | None = No
         cuts = np.flatnonzero(valid)
     else:
         low, high = np.searchsorted(breaks, [1 / WINDOW, WINDOW])
-        cuts = np.unique(np.concatenate([np.arange(low, high + 1), np.linspace(0, low, COARSE).astype(np.int64),
-                                         np.linspace(high, m, COARSE).astype(np.int64)]))
-        cuts = cuts[valid[cuts]]
+        chosen = np.zeros(m + 1, dtype=bool)  # the window's intervals and the coarse ones, in order
+        chosen[low:high + 1] = True
+        chosen[np.linspace(0, low, COARSE).astype(np.int64)] = True
+        chosen[np.linspace(high, m, COARSE).astype(np.int64)] = True
+        cuts = np.flatnonzero(chosen & valid)
     values = switched.values(cuts)
     best = int(np.argmax(values))
     if m > EXACT_BREAKS and not low <= cuts[best] <= high:  # every interval between the best's neighbours
@@ -408,11 +430,15 @@ def _polish(rows: _Rows, gains: np.ndarray, rounds: int) -> tuple[np.ndarray, fl
         if counted > value + 1e-12:  # checked on the rule's own predictions (ties, rounding)
             candidate = gains.copy()
             candidate[:, j] *= scale
-            exact = rows.value_of(candidate)
+            if best is None:
+                exact = rows.value_of(candidate)
+            else:  # the kept best classes are the candidate's predictions (value_of's, the same codes)
+                best.reweigh(j, candidate[j, j])
+                exact = float(rows.values(rows.stats(best.first)))
+                if not exact > value + 1e-12:
+                    best.reweigh(j, gains[j, j])
             if exact > value + 1e-12:
                 gains, value, idle, enough = candidate, exact, 0, K - 1
-                if best is not None:
-                    best.reweigh(j, gains[j, j])
         if idle >= enough:
             break
     return gains, value
