@@ -14,7 +14,7 @@ from rich.table import Table
 from calopt.io.labels import label_text
 
 __all__ = ["HEADERS", "WITHIN_ERROR_NOTE", "class_rates_table", "constraint_mark", "constraints_table", "per_class_table",
-           "positive_text", "summary_table"]
+           "positive_text", "summary_table", "trivial_top5"]
 
 #: Column headers of the summary values a model reports.
 HEADERS = {"value": "value", "tpr": "TPR", "tnr": "TNR", "top1": "top-1", "top5": "top-5", "accuracy": "accuracy"}
@@ -28,10 +28,16 @@ def positive_text(model: Any) -> str | None:
     return None if model.positive is None else label_text(model.positive)
 
 
+def trivial_top5(key: str, summary: dict[str, Any]) -> bool:
+    """Whether ``key`` is the top-5 accuracy of a model of at most 5 classes (1 whatever it
+    predicts: not worth a column)."""
+    return key == "top5" and len(summary.get("per_class") or summary.get("recall") or {}) <= 5
+
+
 def summary_table(title: str, rows: list[tuple[str, dict[str, Any]]], measure: str) -> Table:
     """One row per data set with the scalar values of a model's summary (a multiclass model's
     ``value`` headed by its measure: its K-class value)."""
-    keys = [key for key, value in rows[0][1].items() if isinstance(value, float)]
+    keys = [key for key, value in rows[0][1].items() if isinstance(value, float) and not trivial_top5(key, rows[0][1])]
     headers = {**HEADERS, "value": measure} if "per_class" in rows[0][1] else HEADERS
     table = Table(title=title)
     table.add_column("data")

@@ -63,7 +63,7 @@ from calopt_cli.progress import epoch_progress
 from calopt_cli.reading import (CsvOptions, DelimiterOpt, HeaderOpt, LabelColumnOpt, embedded, load_dataset,
                                 model_reading, reading)
 from calopt_cli.render import (HEADERS, class_rates_table, constraints_table, per_class_table, positive_text,
-                               summary_table)
+                               summary_table, trivial_top5)
 from calopt_cli.report import RunReport, record_reading, run_report
 from calopt_cli.stream import StreamOpt, read_whole_source, streams, train_stream
 
@@ -485,7 +485,8 @@ def evaluate(
     console = Console()
     positive_class = f", positive class {positive_text(model)}" if model.positive is not None else ""
     title = f"{model_path} on {dataset.source} ({report['n_samples']} rows{positive_class})"
-    accuracy = [f"{HEADERS[key]} {report[key]:.4f}" for key in ("top1", "top5") if key in report]
+    accuracy = [f"{HEADERS[key]} {report[key]:.4f}" for key in ("top1", "top5")
+                if key in report and not trivial_top5(key, report)]
     if accuracy:  # a line of its own: a long title would wrap inside the narrow table
         console.print(f"{title}: {', '.join(accuracy)}", highlight=False, markup=False)
     keys = [key for key in ("value", "tpr", "tnr") if key in report["measures"][0]]

@@ -63,6 +63,21 @@ def test_train_gmean_reports_the_k_class_value_and_per_class_rates(files, tmp_pa
     assert table.exit_code == 0, table.output
     assert "recall and precision per class" in table.stdout and "decision rule (gain matrix) for gmean" in table.stdout
     assert f"{out['test']['value']:.4f}" in table.stdout
+    assert "top-1" in table.stdout and "top-5" not in table.stdout  # 5 classes: top-5 is 1 whatever is predicted
+
+
+def test_top5_is_shown_only_beyond_five_classes(tmp_path):
+    """The tables show top-5 accuracy for 7 classes (where it says something), not for 5 or fewer."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(420, 4)) + np.repeat(rng.normal(size=(7, 4)) * 2, 60, axis=0)
+    _write(tmp_path / "seven.csv", X, np.repeat([f"c{k}" for k in range(7)], 60))
+    model = tmp_path / "m.npz"
+    table = runner.invoke(app, ["train", str(tmp_path / "seven.csv"), "-m", "gmean", "-o", str(model), "--no-progress"],
+                          terminal_width=200)
+    assert table.exit_code == 0, table.output
+    assert "top-5" in table.stdout
+    evaluated = runner.invoke(app, ["evaluate", str(model), str(tmp_path / "seven.csv")], terminal_width=200)
+    assert evaluated.exit_code == 0 and "top-5" in evaluated.stdout
 
 
 def _predictions(model, data):
