@@ -22,18 +22,20 @@ MEASURES = ["f1", "gmean"]
 
 
 def run(shapes: list[tuple], seeds: int, make: Callable[[tuple, int], Any], kwargs: dict[str, Any],
-        half: str, out: Path) -> None:
+        half: str, out: Path, route: Callable[..., dict[str, Any]] | None = None) -> None:
     """Every cell of ``shapes`` × ``seeds`` × :data:`MEASURES`, written to ``out``; prints a line a
-    cell and the summary."""
+    cell and the summary. ``route(data, measure, cv_seed=None)``: the route and its twin
+    (default :func:`bench_suite.run_route`, the 5-fold tuned threshold)."""
     bench_suite.limit_threads()
+    run_route = bench_suite.run_route if route is None else route
     cells = {}
     for shape in shapes:
         for seed in range(seeds):
             data = make(shape, seed)
             for measure in MEASURES:
                 calopt = bench_suite.run_calopt(data, measure, kwargs)
-                route = bench_suite.run_route(data, measure)
-                twin = bench_suite.run_route(data, measure, cv_seed=1)
+                route = run_route(data, measure)
+                twin = run_route(data, measure, cv_seed=1)
                 cell = {"calopt": calopt.get("value"), "route": route["value"], "twin": twin["value"],
                         "calopt_seconds": calopt.get("seconds"), "route_seconds": route["seconds"],
                         "rule": (calopt.get("options") or {}).get("select"), "error": calopt.get("error"),
@@ -63,7 +65,7 @@ def summary(cells: dict) -> str:
 
 
 def main(argv: list[str] | None, description: str, name: str, shapes: list[tuple], seeds: int,
-         make: Callable[[tuple, int], Any]) -> None:
+         make: Callable[[tuple, int], Any], route: Callable[..., dict[str, Any]] | None = None) -> None:
     """The command line of a shape benchmark: ``--half``, ``--out`` (default
     ``results/<name>_<half>.json``), ``--calopt-kwargs``, ``--report``."""
     parser = argparse.ArgumentParser(description=description)
@@ -77,4 +79,4 @@ def main(argv: list[str] | None, description: str, name: str, shapes: list[tuple
         print(summary(json.loads(out.read_text())["cells"]))
         return
     half = shapes[0::2] if args.half == "dev" else shapes[1::2]
-    run(half, seeds, make, json.loads(args.calopt_kwargs), args.half, out)
+    run(half, seeds, make, json.loads(args.calopt_kwargs), args.half, out, route)

@@ -66,6 +66,69 @@ def test_large_fit_matches_the_split_route(large):
     assert f1_score(y_test, model.predict(X_test)) >= route_f1 - 0.01
 
 
+def _rare(n: int, rate: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Four columns, a positive class of ``rate`` (the top of a noisy linear score)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 4)) * np.array([1.0, 3.0, 0.5, 10.0])
+    score = X @ np.array([1.0, -0.5, 2.0, 0.1]) + rng.logistic(size=n)
+    return X, (score > np.quantile(score, 1 - rate)).astype(np.int64)
+
+
+def test_a_rare_class_keeps_its_rows_in_a_weighted_case_control_sample():
+    """Where the stratified sample would hold fewer than CV_MINORITY rows of the smaller class, it
+    keeps min(RARE_KEPT of them, CV_MINORITY) and fills up with the other class; the sample's weights
+    (mean 1) and the rest's put each class at its share of every row, by plain counting."""
+    from calopt.training.selection import CV_MINORITY
+
+    y = np.where(np.arange(200_000) % 500 == 0, 1.0, -1.0)  # 400 positive rows
+    draw = RowSample.draw(y, 50_000, 3)
+    assert draw.sample.size == 50_000 and np.intersect1d(draw.sample, draw.rest).size == 0
+    assert draw.sample.size + draw.rest.size == y.size
+    kept = int(np.sum(y[draw.sample] > 0))
+    assert kept == min(int(sampling.RARE_KEPT * 400), CV_MINORITY) == 320
+    assert draw.weight.mean() == pytest.approx(1.0)
+    for rows, weight in ((draw.sample, draw.weight), (draw.rest, draw.rest_weight)):
+        positive = y[rows] > 0
+        share = weight[positive].sum() / weight.sum()
+        assert share == pytest.approx(400 / y.size, rel=1e-12)  # the whole data's positive share
+    # each rest row stands for 1/(1 − f) rows of its class: the class's count over the rest
+    assert draw.rest_weight[y[draw.rest] > 0].sum() == pytest.approx(400)
+    assert draw.rest_weight[y[draw.rest] < 0].sum() == pytest.approx(y.size - 400)
+    # a common class: the stratified sample as before, no weights
+    common = np.where(np.arange(200_000) % 10 == 0, 1.0, -1.0)
+    stratified = RowSample.draw(common, 50_000, 3)
+    assert stratified.weight is None and stratified.rest_weight is None
+    assert int(np.sum(common[stratified.sample] > 0)) == 5_000
+
+
+def test_a_rare_class_s_large_fit_cuts_on_the_weighted_rest_and_is_level_with_the_split_route():
+    """0.3% positive in 130,000 rows: the case-control sample trains (one held-out split), the
+    threshold is the best cut of the rest weighted back to the whole data's shares (scikit-learn's
+    F1 with those weights), and on new rows the model does at least as well as scikit-learn's
+    logistic regression cut on a 20% split."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+
+    X, y = _rare(130_000, 0.003)
+    model = calopt.fit(X, y, measure="f1")
+    account = model.fit_report.subsample
+    assert account["weighted"] and account["smaller_class_rows"] == int(sampling.RARE_KEPT * y.sum())
+    assert model.fit_report.selection["rule"] == "holdout:0.2"
+    draw = RowSample.draw(np.where(y == 1, 1.0, -1.0), account["rows"], 0)
+    scores = model.decision_function(X[draw.rest])
+    assert account["value"] == pytest.approx(f1_score(y[draw.rest], scores > 0, sample_weight=draw.rest_weight),
+                                             abs=1e-12)
+    X_test, y_test = _rare(200_000, 0.003, seed=1)
+    fit, held, y_fit, y_held = train_test_split(X, y, test_size=0.2, stratify=y, random_state=0)
+    route = LogisticRegression(max_iter=1000).fit(fit, y_fit)
+    held_scores = route.decision_function(held)
+    cuts = np.unique(held_scores)[-400:]
+    cut = cuts[np.argmax([f1_score(y_held, held_scores > c) for c in cuts])]
+    route_f1 = f1_score(y_test, route.decision_function(X_test) > cut)
+    ours = f1_score(y_test, model.predict(X_test))
+    assert ours >= route_f1 - 0.02
+
+
 @pytest.mark.parametrize("options", [{"select": "holdout:0.2"}, {"sample_weight": "ones"},
                                      {"measure": "recall", "constraints": ["precision>=0.5"]}])
 def test_every_row_trains_when_the_user_says_how(large, options):

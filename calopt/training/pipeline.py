@@ -54,6 +54,7 @@ from calopt.training.rowspace import RowSpace
 from calopt.training.sampling import RowSample, sample_size
 from calopt.training.selection import (
     CV_ROWS,
+    HOLDOUT,
     Arm,
     Rule,
     Selector,
@@ -468,22 +469,24 @@ def fit_binary(X: Any, labels: np.ndarray, plan: FitPlan, *, positive: Any = Non
     rows = _row_sample(X, y_pm, plan, weight)
     train_X, train_y = (X, y_pm) if rows is None else (X[rows.sample], y_pm[rows.sample])
     evaluation = None if eval_set is None else (eval_set[0], eval_labels)
-    model = fit_rows(train_X, train_y, classes, plan, resolved, started, weight=weight, eval_set=evaluation,
-                     standardized=rows is not None)
+    model = fit_rows(train_X, train_y, classes, plan, resolved, started,
+                     weight=weight if rows is None else rows.weight, eval_set=evaluation, sampled=rows is not None)
     return model if rows is None else rows.cut(model, X, y_pm, plan.measure, tune=plan.tune_threshold)
 
 
 def fit_rows(X: Any, y_pm: np.ndarray, classes: tuple[Any, Any], plan: FitPlan, resolved: Backend, started: float,
              *, weight: np.ndarray | None = None, eval_set: tuple[Any, np.ndarray] | None = None,
-             standardized: bool = False) -> LinearModel:
+             sampled: bool = False) -> LinearModel:
     """The binary plan on rows with labels ±1: the rule for the data, the features prepared on the
-    backend (dense ones ``standardized`` when asked, for a large data set's sample), in the span of
-    the rows where they are wide, then :func:`_fit_binary`."""
-    rule = selection_rule(plan.components.algorithms, plan.select, y_pm)
+    backend, in the span of the rows where they are wide, then :func:`_fit_binary`. A large data
+    set's ``sampled`` rows (:mod:`calopt.training.sampling`) have their dense features
+    standardized and take one held-out split: the threshold is cut on the other rows, so the
+    held-out rows only choose the settings."""
+    rule = selection_rule(plan.components.algorithms, plan.select, y_pm, sampled)
     data = prepare(X, y_pm, resolved, plan.scale, weight)
     evaluation = None if eval_set is None else prepare(eval_set[0], eval_set[1], resolved, data.scale)
     shift = None
-    if standardized and plan.scale is not False and not is_sparse(data.X):
+    if sampled and plan.scale is not False and not is_sparse(data.X):
         data, shift, transform = standardize(data)
         if evaluation is not None:
             evaluation = dataclasses.replace(evaluation, X=transform(evaluation.X), scale=data.scale)
@@ -520,10 +523,12 @@ def _row_sample(X: Any, y_pm: np.ndarray, plan: FitPlan, weight: np.ndarray | No
     return None if size is None else RowSample.draw(y_pm, size, plan.seed)
 
 
-def selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarray) -> Rule:
+def selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarray, sampled: bool = False) -> Rule:
     """The rule for training ``algorithms`` on labels ``y`` (±1): ``rule``
     (None: automatic) checked against the data, or ``none`` when an algorithm reads the data its
-    own way (it cannot be cross-fitted: an error when a rule was given)."""
+    own way (it cannot be cross-fitted: an error when a rule was given). On a large data set's
+    sample (``sampled``) the automatic rule is one held-out split where the smaller class leaves
+    each side a row."""
     if rule is not None and rule.kind == "none":
         return rule
     unfoldable = [algorithm.name for algorithm in algorithms if not foldable(algorithm)]
@@ -532,6 +537,8 @@ def selection_rule(algorithms: list[Algorithm], rule: Rule | None, y: np.ndarray
             raise ParameterError(f"select={rule}: algorithm {unfoldable[0]!r} trains on a reader of its own and "
                                  f"cannot be cross-fitted; use select='none'")
         return Rule("none")  # its own settings, DEFAULT_EPOCHS passes
+    if sampled and rule is None and min(np.sum(y > 0), np.sum(y <= 0)) >= 3:
+        rule = Rule("holdout", fraction=HOLDOUT)
     return resolve_rule(rule, y, CV_ROWS)
 
 
