@@ -283,9 +283,13 @@ def selection_text(selection: dict[str, Any] | None, measure: str) -> str | None
 
 def subsample_text(subsample: dict[str, Any], measure: str) -> str:
     """How a large run used its rows (calopt.training.sampling), in a sentence."""
-    drawn = subsample.get("drawn", "stratified")  # a stream's sample is the survey's uniform one
+    weighted = subsample.get("weighted", False)  # a rare class: a case-control sample
+    drawn = subsample.get("drawn", "case-control" if weighted else "stratified")  # a stream's: uniform
     text = f"trained on a {drawn} sample of {subsample['rows']:,} of {subsample['of']:,} rows"
+    if weighted:
+        text += (f" ({subsample['smaller_class_rows']:,} of the smaller class; the rows weighted back to "
+                 f"the data's class shares)")
     if "value" in subsample:
         text += (f"; threshold: the best cut on the other {subsample['cut_rows']:,} rows "
-                 f"({measure} {subsample['value']:.4f} there)")
+                 f"{'(weighted likewise) ' if weighted else ''}({measure} {subsample['value']:.4f} there)")
     return text

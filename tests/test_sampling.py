@@ -213,3 +213,19 @@ def test_a_small_stream_keeps_its_own_route(tmp_path):
     X, y = _data(20_000)
     model = calopt.fit(open_stream(_directory(tmp_path / "small", X, y)), measure="f1")
     assert model.fit_report.subsample is None and model.fit_report.stream.passes > 2
+
+
+def test_the_cli_says_a_rare_class_s_sample_is_case_control_and_weighted():
+    """``calopt train``'s sentence about a large run's rows names the case-control sample, how many
+    rows of the smaller class it kept and that the cut's rows are weighted too; a stratified sample
+    is described as before."""
+    from calopt_cli.options import subsample_text
+
+    account = {"rows": 50_000, "of": 130_000, "cut_rows": 80_000, "smaller_class_rows": 312, "weighted": True,
+               "value": 0.2878}
+    text = subsample_text(account, "f1")
+    assert text.startswith("trained on a case-control sample of 50,000 of 130,000 rows (312 of the smaller class")
+    assert "the best cut on the other 80,000 rows (weighted likewise) (f1 0.2878 there)" in text
+    plain = subsample_text({"rows": 50_000, "of": 300_000, "cut_rows": 250_000, "value": 0.7}, "f1")
+    assert plain == "trained on a stratified sample of 50,000 of 300,000 rows; threshold: the best cut on the " \
+                    "other 250,000 rows (f1 0.7000 there)"
