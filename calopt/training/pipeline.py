@@ -470,23 +470,24 @@ def fit_binary(X: Any, labels: np.ndarray, plan: FitPlan, *, positive: Any = Non
     train_X, train_y = (X, y_pm) if rows is None else (X[rows.sample], y_pm[rows.sample])
     evaluation = None if eval_set is None else (eval_set[0], eval_labels)
     model = fit_rows(train_X, train_y, classes, plan, resolved, started,
-                     weight=weight if rows is None else rows.weight, eval_set=evaluation, sampled=rows is not None)
+                     weight=weight if rows is None else rows.weight, eval_set=evaluation,
+                     standardized=rows is not None, sampled=rows is not None)
     return model if rows is None else rows.cut(model, X, y_pm, plan.measure, tune=plan.tune_threshold)
 
 
 def fit_rows(X: Any, y_pm: np.ndarray, classes: tuple[Any, Any], plan: FitPlan, resolved: Backend, started: float,
              *, weight: np.ndarray | None = None, eval_set: tuple[Any, np.ndarray] | None = None,
-             sampled: bool = False) -> LinearModel:
+             standardized: bool = False, sampled: bool = False) -> LinearModel:
     """The binary plan on rows with labels ±1: the rule for the data, the features prepared on the
-    backend, in the span of the rows where they are wide, then :func:`_fit_binary`. A large data
-    set's ``sampled`` rows (:mod:`calopt.training.sampling`) have their dense features
-    standardized and take one held-out split: the threshold is cut on the other rows, so the
-    held-out rows only choose the settings."""
+    backend (dense ones ``standardized`` when asked, for a large data set's sample), in the span of
+    the rows where they are wide, then :func:`_fit_binary`. An in-memory large data set's
+    ``sampled`` rows (:mod:`calopt.training.sampling`) take one held-out split: the threshold is
+    cut on the other rows, so the held-out rows only choose the settings."""
     rule = selection_rule(plan.components.algorithms, plan.select, y_pm, sampled)
     data = prepare(X, y_pm, resolved, plan.scale, weight)
     evaluation = None if eval_set is None else prepare(eval_set[0], eval_set[1], resolved, data.scale)
     shift = None
-    if sampled and plan.scale is not False and not is_sparse(data.X):
+    if standardized and plan.scale is not False and not is_sparse(data.X):
         data, shift, transform = standardize(data)
         if evaluation is not None:
             evaluation = dataclasses.replace(evaluation, X=transform(evaluation.X), scale=data.scale)

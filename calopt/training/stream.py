@@ -358,7 +358,7 @@ def fit_stream_sample(source: ChunkSource, options: dict[str, Any], *, positive:
     rows = found.sample_index[trial]
     plan = FitPlan.resolve(**{**options, "select": "auto"})
     model = fit_rows(found.sample[trial], y_pm[rows], classes, plan, get_backend("numpy", dtype="float64"), started,
-                     sampled=True)
+                     standardized=True)
     coef, intercept = np.asarray(model.coef, dtype=np.float64), float(model.intercept)
     scores, at = np.empty(found.n_rows), 0
     for part in source.parts():
