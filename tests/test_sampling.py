@@ -99,6 +99,9 @@ def test_a_rare_class_keeps_its_rows_in_a_weighted_case_control_sample():
     stratified = RowSample.draw(common, 50_000, 3)
     assert stratified.weight is None and stratified.rest_weight is None
     assert int(np.sum(common[stratified.sample] > 0)) == 5_000
+    # two rows of the smaller class: nothing to weigh, the stratified draw (no division by 0)
+    two = np.where(np.arange(200_000) < 2, 1.0, -1.0)
+    assert RowSample.draw(two, 50_000, 3).weight is None
 
 
 def test_a_rare_class_s_large_fit_cuts_on_the_weighted_rest_and_is_level_with_the_split_route():

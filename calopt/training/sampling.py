@@ -97,6 +97,8 @@ class RowSample:
         if np.sum(y_pm[sample] == small) >= CV_MINORITY:
             return cls(sample, rest)
         kept = min(int(RARE_KEPT * rare.size), CV_MINORITY)
+        if kept < 2:  # one or two rows of it: nothing to weigh (the stratified draw, as before)
+            return cls(sample, rest)
         common = np.flatnonzero(y_pm != small)
         rng = np.random.default_rng(seed)
         sample = np.sort(np.concatenate([rng.permutation(rare)[:kept], rng.permutation(common)[:rows - kept]]))
