@@ -281,3 +281,21 @@ def test_bench_sizes_wide_sparse_generator_is_fixed_and_has_the_stated_shape():
     assert abs(a.X_train.nnz / (1_000 * 20_000) - 0.01) < 0.0005
     assert set(np.unique(a.X_train.data)) == {1.0}
     assert 0.07 < a.y_train.mean() < 0.13
+
+
+def test_bench_rare_large_shapes_and_its_split_route():
+    """The rare-class benchmark's generator gives the training rows asked for and 30% more as the
+    test rows, the positive class at its rate over all of them; its route is the size benchmark's
+    split route, whose test value is scikit-learn's F1 of its predictions."""
+    from benchmark_modules import load
+    from sklearn.metrics import f1_score
+
+    rare = load("bench_rare_large")
+    data = rare.make(("tiny-rare", 20_000, 5, 0.01), 0)
+    assert data.X_train.shape == (20_000, 5) and data.X_test.shape == (6_000, 5)
+    everything = np.concatenate([data.y_train, data.y_test])
+    assert abs(everything.mean() - 0.01) < 0.0005
+    record = rare.split_route(data, "f1")
+    sizes = load("bench_sizes")
+    route = sizes.SplitRoute("f1", 1, 0).fit(data.X_train, data.y_train)
+    assert record["value"] == pytest.approx(f1_score(data.y_test, route.predict(data.X_test, 0)), abs=1e-12)
