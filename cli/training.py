@@ -289,7 +289,8 @@ def _warn(model: Any, report: RunReport) -> None:
 def decision_text(decision: Any) -> str:
     """One line on a multiclass model's rule: where it was chosen, its held-out value against the argmax's."""
     kind = "randomised rule (Frank-Wolfe mixture)" if decision.rule == "randomised" else "decision rule (gain matrix)"
-    return (f"{kind} for {decision.measure}, chosen on {decision.folds}-fold out-of-fold probabilities: "
+    rows = f" of a class-weighted sample of {decision.rows:,} rows" if decision.rows else ""
+    return (f"{kind} for {decision.measure}, chosen on {decision.folds}-fold out-of-fold probabilities{rows}: "
             f"held-out {decision.held_out:.4f} against the argmax's {decision.argmax:.4f} "
             f"(Frank-Wolfe gap {decision.gap:.2g})")
 

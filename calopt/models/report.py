@@ -229,6 +229,8 @@ class DecisionReport(_Part):
     mixture: float | None = None
     gap: float | None = None
     iterations: int | None = None  #: Frank-Wolfe iterations
+    #: the training rows the rule was chosen on, where a sample of them (None: every row)
+    rows: int | None = None
 
     KEY: ClassVar[str] = "decision"
 
