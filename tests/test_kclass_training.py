@@ -266,6 +266,9 @@ def test_a_large_k_class_fit_chooses_its_rule_on_the_sample_and_says_so(monkeypa
     sampled = calopt.fit(X, y, measure="gmean", seed=0)
     decision = sampled.fit_report.decision
     assert decision.rows == 2_000 and every.fit_report.decision.rows is None
+    from calopt_cli.training import decision_text
+    assert "out-of-fold probabilities of a class-weighted sample of 2,000 rows:" in decision_text(decision)
+    assert "sample" not in decision_text(every.fit_report.decision)
     assert decision.held_out >= decision.argmax
     ours = geometric_mean_score(y_test, sampled.predict(X_test), average="multiclass")
     assert ours >= geometric_mean_score(y_test, every.predict(X_test), average="multiclass") - 0.03
