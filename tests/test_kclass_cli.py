@@ -94,7 +94,7 @@ def test_evaluate_reports_the_k_class_measures_of_the_saved_rule(files, tmp_path
     out = _json(runner.invoke(app, ["evaluate", str(model), str(folder / "test.csv"), "-m", "f1", "-m", "gmean",
                                     "--json"]))
     values = {entry["measure"]: entry["value"] for entry in out["measures"]}
-    assert values["fbeta"] == pytest.approx(f1_score(y_test, predicted, average="macro"))
+    assert values["f1"] == pytest.approx(f1_score(y_test, predicted, average="macro"))
     assert values["gmean"] == pytest.approx(geometric_mean_score(y_test, predicted, average="multiclass"))
     assert out["accuracy"] == pytest.approx(np.mean(predicted == y_test))
 

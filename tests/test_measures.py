@@ -645,3 +645,13 @@ def test_list_measures_shows_all_seven():
     assert entries["fbeta"].aliases == ("f1",)
     assert entries["fbeta"].describe()["params"] == {"beta": 1.0, "average": "macro"}
     assert entries["gower-legendre"].describe()["params"] == {"sigma": 0.5, "average": "macro"}
+
+
+@pytest.mark.parametrize("given, spec", [("f1", "f1"), ("fbeta", "f1"), ("fbeta:beta=1.0", "f1"),
+                                         ("f1:average=micro", "f1:average=micro"), ("fbeta:beta=2", "fbeta:beta=2.0")])
+def test_f_beta_at_beta_1_is_named_f1_as_a_user_names_it(given, spec):
+    """Tables, reports and model files name F-β with β = 1 by its alias, f1 (what `-m f1` asked
+    for), and the name recreates the same measure."""
+    measure = calopt.get_measure(given)
+    assert measure.spec == spec
+    assert calopt.get_measure(measure.spec) == measure

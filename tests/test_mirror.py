@@ -523,7 +523,7 @@ def test_cli_aggregates_two_models(saved, tmp_path):
     assert "aggregate" in table.stdout and "a9a:train" in table.stdout
     assert "chosen on held-out rows (holdout:0.2)" in table.stdout  # a9a: more than 500 positives
     saved = LinearModel.load(tmp_path / "agg2.npz").fit_report.aggregate["class_weights"]
-    assert f"loss weights for fbeta: positives {saved[1]:.3g}, negatives {saved[0]:.3g}" in table.stdout
+    assert f"loss weights for f1: positives {saved[1]:.3g}, negatives {saved[0]:.3g}" in table.stdout
 
 
 @pytest.mark.parametrize("case, message", [

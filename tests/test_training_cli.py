@@ -40,7 +40,7 @@ def test_train_json_has_the_documented_fields(files, tmp_path):
     model = tmp_path / "m.npz"
     out = _json(runner.invoke(app, ["train", str(folder / "train.svm"), "--test", str(folder / "test.svm"),
                                     "--measure", "f1", "--epochs", "3", "--model-out", str(model), "--json"]))
-    assert out["measure"] == "fbeta" and out["algorithm"].startswith("lbfgs")
+    assert out["measure"] == "f1" and out["algorithm"].startswith("lbfgs")
     assert out["backend"] == "numpy" and out["epochs"] == 3 and out["fit_seconds"] > 0
     for split in ("train", "test"):
         assert set(out[split]) == {"value", "tpr", "tnr"} and 0 <= out[split]["value"] <= 1
@@ -62,7 +62,7 @@ def test_evaluate_and_predict_agree_with_sklearn(files, tmp_path):
     out = _json(runner.invoke(app, ["evaluate", str(model), str(folder / "test.svm"),
                                     "-m", "f1", "-m", "jaccard", "--json"]))
     values = {r["measure"]: r["value"] for r in out["measures"]}
-    assert values["fbeta"] == pytest.approx(f1_score(y_test, predicted))
+    assert values["f1"] == pytest.approx(f1_score(y_test, predicted))
     assert values["jaccard"] == pytest.approx(jaccard_score(y_test, predicted))
     scores = runner.invoke(app, ["predict", str(model), str(folder / "test.svm"), "--scores"])
     assert scores.exit_code == 0

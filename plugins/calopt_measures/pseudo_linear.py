@@ -60,6 +60,14 @@ class FBeta(PseudoLinearMeasure):
         self.require_positive("beta", at_most=_LARGEST)
         _check_average(self)
 
+    @property
+    def spec(self) -> str:
+        """``f1`` (its alias) for β = 1, as a user names it: ``fbeta:beta=2.0`` otherwise."""
+        spec = super().spec
+        if float(self.beta) != 1.0:
+            return spec
+        return "f1" + spec[len(self.name):]
+
     def coefficients(self, p: float) -> Coefficients:
         theta, beta2 = _skew(p), float(self.beta) ** 2
         return (0.0, 1.0 + beta2, 0.0), (beta2 + theta, 1.0, -theta)
