@@ -329,6 +329,27 @@ def test_resume_refuses_other_data_or_options(tmp_path):
     assert_one_line_error(result, "c.npz", "written with")
 
 
+def test_a_checkpoint_naming_f1_by_its_old_spec_resumes(tmp_path):
+    """Checkpoints before the sixth session wrote F1 as ``fbeta`` (now ``f1``): such a file resumes
+    to the uninterrupted model; another measure is still refused."""
+    from calopt.training.checkpoint import Checkpoint
+
+    X, y = _imbalanced()
+    path = tmp_path / "c.npz"
+    options = dict(measure="f1", algorithm="stamp", epochs=2, seed=4)
+    with pytest.raises(TrainingInterrupted):
+        calopt.fit(X, y, checkpoint=path, interrupt=_StopAt(3), **options)
+    old = Checkpoint.load(path)
+    assert old.options["measure"] == "f1"
+    old.options["measure"] = "fbeta"
+    old.save(path)
+    resumed = calopt.fit(X, y, resume=path, **options)
+    reference = calopt.fit(X, y, **options)
+    np.testing.assert_array_equal(resumed.coef, reference.coef)
+    with pytest.raises(ParameterError, match="measure 'fbeta', this run has 'jaccard'"):
+        calopt.fit(X, y, resume=path, **{**options, "measure": "jaccard"})
+
+
 # --------------------------------------------------- resume mid-epoch, for every algorithm
 class _StopAt:
     """An ``interrupt`` flag that turns true at its ``at``-th check (one check per batch)."""

@@ -180,6 +180,15 @@ def data_fingerprint(X: Any, y: np.ndarray, backend: Backend, scale: np.ndarray 
     return {"shape": [n, d], "sha256": digest.hexdigest()}
 
 
+def _same_measure(saved: Any, now: Any) -> bool:
+    """Whether two measure specs name the same measure (``fbeta``, as checkpoints before the
+    sixth session wrote F1, and ``f1``)."""
+    try:
+        return registry.get_measure(saved) == registry.get_measure(now)
+    except Exception:  # noqa: BLE001 - an unknown spec differs, as written
+        return False
+
+
 @dataclass
 class Checkpoint:
     """A training run stopped after a batch (or an epoch), on the host, ready to save or resume.
@@ -288,7 +297,7 @@ class Checkpoint:
         """
         for key in sorted(set(self.options) | set(options), key=lambda key: (key != "classes", key)):
             saved, now = self.options.get(key), options.get(key)
-            if saved != now:
+            if saved != now and not (key == "measure" and _same_measure(saved, now)):
                 raise ParameterError(
                     f"{self.source}: written with {key} {saved!r}, this run has {now!r}; "
                     f"resume with the options of the interrupted run"
