@@ -261,6 +261,14 @@ def _predictions(proba: np.ndarray, gains: np.ndarray) -> np.ndarray:
     return np.argmax(_scores(proba, gains), axis=1)
 
 
+def _two_best(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's best and second-best class, as ``argmax`` ranks (of equal scores the lower class);
+    ``scores`` (rows, K) is overwritten."""
+    first = np.argmax(scores, axis=1)
+    scores[np.arange(scores.shape[0]), first] = -np.inf
+    return first, np.argmax(scores, axis=1)
+
+
 class _Best:
     """Each row's scores under a per-class-weight rule (a diagonal gain matrix) and its two best
     classes (the first of equal ones, as ``argmax``): a line search over column j reads the best
@@ -273,12 +281,7 @@ class _Best:
         self._rank()
 
     def _rank(self) -> None:
-        scores = self.scores
-        self.first = np.argmax(scores, axis=1)
-        kept = scores[self.index, self.first]
-        scores[self.index, self.first] = -np.inf
-        self.second = np.argmax(scores, axis=1)
-        scores[self.index, self.first] = kept
+        self.first, self.second = _two_best(self.scores.copy())
 
     def reweigh(self, j: int, weight: float) -> None:
         """Column j's weight is now ``weight``. A row whose two best classes do not include j keeps
@@ -296,10 +299,7 @@ class _Best:
                          np.where(beats_first, first, np.where(beats_second, j, second)))
         rows = np.flatnonzero(again)
         if rows.size:
-            part = scores[rows]
-            top = np.argmax(part, axis=1)
-            part[np.arange(rows.size), top] = -np.inf
-            first[rows], second[rows] = top, np.argmax(part, axis=1)
+            first[rows], second[rows] = _two_best(scores[rows])
         self.first, self.second = first, second
 
     def without(self, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

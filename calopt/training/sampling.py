@@ -85,6 +85,7 @@ class RowSample:
     #: a case-control sample's row weights (the sample's, mean 1; the rest's), None: stratified
     weight: np.ndarray | None = None
     rest_weight: np.ndarray | None = None
+    kept: int = 0  #: a case-control sample's rows of the smaller class
 
     @classmethod
     def draw(cls, y_pm: np.ndarray, rows: int, seed: int) -> RowSample:
@@ -106,7 +107,7 @@ class RowSample:
         fraction = {small: kept / rare.size, -small: (rows - kept) / common.size}
         weight = np.where(y_pm[sample] == small, 1 / fraction[small], 1 / fraction[-small])
         rest_weight = np.where(y_pm[rest] == small, 1 / (1 - fraction[small]), 1 / (1 - fraction[-small]))
-        return cls(sample, rest, weight / weight.mean(), rest_weight)
+        return cls(sample, rest, weight / weight.mean(), rest_weight, kept)
 
     def cut(self, model: Any, X: Any, y_pm: np.ndarray, measure: Any, *, tune: bool = True) -> Any:
         """``model`` (trained on the sample) with its threshold moved to the best cut of ``measure``
@@ -121,9 +122,7 @@ class RowSample:
         if scores is None:
             return dataclasses.replace(model, fit_report=model.fit_report.replace(subsample=account))
         if self.weight is not None:  # case-control: how many of the smaller class's rows it trained on
-            small = 1.0 if np.sum(y_pm > 0) <= np.sum(y_pm < 0) else -1.0
-            account["smaller_class_rows"] = int(np.sum(y_pm[self.sample] == small))
-            account["weighted"] = True
+            account.update({"smaller_class_rows": self.kept, "weighted": True})
         shift, value = best_cut(scores, y_pm[self.rest], measure, self.rest_weight)
         shift, value = float(shift), float(value)
         account.update({"threshold_shift": shift, "value": value})
