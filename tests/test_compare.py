@@ -3,6 +3,8 @@ files (PNG, SVG) as images of the expected size and panels, and the one-line err
 
 from __future__ import annotations
 
+import dataclasses
+
 import itertools
 import json
 import struct
@@ -117,7 +119,12 @@ def _texts_do_not_overlap(fig) -> None:
 
 
 def test_comparison_figure_has_the_three_panels(comparison):
-    fig = plotting.comparison_figure(comparison, data="train.npz", test="test.npz")
+    # fit times fixed a decade apart a method, so that the time axis's log scale does not hang on the
+    # machine's speed (measured times spanned 20x or not depending on the load)
+    fixed = dataclasses.replace(comparison, runs=[
+        dataclasses.replace(run, curve=[{**row, "seconds": 0.001 * 10 ** i * (j + 1)} for j, row in enumerate(run.curve)])
+        for i, run in enumerate(comparison.runs)])
+    fig = plotting.comparison_figure(fixed, data="train.npz", test="test.npz")
     titles = [ax.get_title() for ax in fig.axes]
     assert titles == ["test f1 by passes", "test f1 by fit time",
                       f"Operating points\nlevel curves of f1 at {comparison.test_positive_rate:.1%} positives"]
