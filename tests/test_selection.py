@@ -231,6 +231,26 @@ def test_threshold_at_share_is_the_nearest_cut(share, weighted):
     assert abs(above(threshold) - share) == pytest.approx(nearest, abs=1e-12)
 
 
+def test_threshold_at_share_selects_the_same_bits_as_the_sort():
+    """Unweighted NumPy scores take the O(n) selection; every other namespace the sorted cuts. On
+    scores with runs of ties, float32 ones and shares at exact cut positions, both give the same
+    threshold to the bit (array-api-strict takes the sorted route)."""
+    xps = pytest.importorskip("array_api_strict")
+    rng = np.random.default_rng(5)
+    for trial in range(600):
+        n = int(rng.integers(1, 40))
+        scores = rng.normal(size=n)
+        if trial % 3 == 1:
+            scores = rng.integers(0, 3, n).astype(np.float64)  # long runs of ties
+        if trial % 3 == 2:
+            scores = np.round(scores, 1).astype(np.float32)
+        share = [0.0, 1.0, float(rng.random()), int(rng.integers(0, n + 1)) / n][trial % 4]
+        fast = threshold_at_share(scores, share)
+        sorted_route = np.asarray(threshold_at_share(xps.asarray(scores), share))
+        assert fast.dtype == sorted_route.dtype
+        assert fast.tobytes() == sorted_route.tobytes(), (scores, share)
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("share, specs", [(0.1, ["precision>=0.6"]), (0.45, ["precision>=0.6"]),
                                           (0.2, ["tpr>=0.7", "fpr<=0.5"]), (0.3, ["precision>=0.99"]),
