@@ -15,6 +15,7 @@ by seed 1).
 
     python benchmarks/bench_rare_large.py --half dev
     python benchmarks/bench_rare_large.py --half confirm --out OUT.json
+    python benchmarks/bench_rare_large.py --half dev --stream   # calopt streams the rows from disk
 """
 
 from __future__ import annotations
@@ -74,8 +75,28 @@ def split_route(data: bench_suite.Dataset, measure: str, cv_seed: int | None = N
             "seconds": seconds}
 
 
+def streamed(data: bench_suite.Dataset, measure: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """calopt's cell with the training rows streamed: ``X.npy`` and ``y.npy`` written to a
+    temporary directory (not timed), ``calopt.fit(open_stream(DIR), measure=...)`` timed."""
+    import tempfile
+
+    import calopt
+    from calopt.io.stream import open_stream
+
+    with tempfile.TemporaryDirectory() as directory:
+        np.save(Path(directory) / "X.npy", data.X_train)
+        np.save(Path(directory) / "y.npy", data.y_train)
+        started = time.perf_counter()
+        model = calopt.fit(open_stream(directory), measure=measure, seed=0, positive=data.positive, **kwargs)
+        seconds = time.perf_counter() - started
+    predicted = model.predict(data.X_test)
+    return {**bench_suite.test_record(measure, data.y_test, predicted, data.positive, data.negative),
+            "seconds": seconds, "options": {"select": (model.fit_report.selection or {}).get("rule"),
+                                            "subsample": dict(model.fit_report.subsample or {})}}
+
+
 def main(argv: list[str] | None = None) -> None:
-    synthetic_shapes.main(argv, __doc__.splitlines()[0], "rare_large", SHAPES, SEEDS, make, split_route)
+    synthetic_shapes.main(argv, __doc__.splitlines()[0], "rare_large", SHAPES, SEEDS, make, split_route, streamed)
 
 
 if __name__ == "__main__":

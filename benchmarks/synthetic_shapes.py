@@ -22,18 +22,21 @@ MEASURES = ["f1", "gmean"]
 
 
 def run(shapes: list[tuple], seeds: int, make: Callable[[tuple, int], Any], kwargs: dict[str, Any],
-        half: str, out: Path, route: Callable[..., dict[str, Any]] | None = None) -> None:
+        half: str, out: Path, route: Callable[..., dict[str, Any]] | None = None,
+        fit: Callable[..., dict[str, Any]] | None = None) -> None:
     """Every cell of ``shapes`` × ``seeds`` × :data:`MEASURES`, written to ``out``; prints a line a
     cell and the summary. ``route(data, measure, cv_seed=None)``: the route and its twin
-    (default :func:`bench_suite.run_route`, the 5-fold tuned threshold)."""
+    (default :func:`bench_suite.run_route`, the 5-fold tuned threshold); ``fit(data, measure,
+    kwargs)``: calopt's cell (default :func:`bench_suite.run_calopt`, in memory)."""
     bench_suite.limit_threads()
     run_route = bench_suite.run_route if route is None else route
+    run_calopt = bench_suite.run_calopt if fit is None else fit
     cells = {}
     for shape in shapes:
         for seed in range(seeds):
             data = make(shape, seed)
             for measure in MEASURES:
-                calopt = bench_suite.run_calopt(data, measure, kwargs)
+                calopt = run_calopt(data, measure, kwargs)
                 route = run_route(data, measure)
                 twin = run_route(data, measure, cv_seed=1)
                 cell = {"calopt": calopt.get("value"), "route": route["value"], "twin": twin["value"],
@@ -65,18 +68,25 @@ def summary(cells: dict) -> str:
 
 
 def main(argv: list[str] | None, description: str, name: str, shapes: list[tuple], seeds: int,
-         make: Callable[[tuple, int], Any], route: Callable[..., dict[str, Any]] | None = None) -> None:
+         make: Callable[[tuple, int], Any], route: Callable[..., dict[str, Any]] | None = None,
+         stream: Callable[..., dict[str, Any]] | None = None) -> None:
     """The command line of a shape benchmark: ``--half``, ``--out`` (default
-    ``results/<name>_<half>.json``), ``--calopt-kwargs``, ``--report``."""
+    ``results/<name>_<half>.json``, ``<name>_stream_<half>.json`` with ``--stream``),
+    ``--calopt-kwargs``, ``--report``; ``--stream`` (where ``stream`` is given: calopt's cell
+    from a memory-mapped copy of the training rows, ``stream(data, measure, kwargs)``)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--half", choices=["dev", "confirm"], required=True)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--calopt-kwargs", default="{}", help="JSON object of extra keyword arguments for calopt.fit")
     parser.add_argument("--report", action="store_true", help="only print the summary of --out")
+    if stream is not None:
+        parser.add_argument("--stream", action="store_true",
+                            help="calopt trains on the rows streamed from a memory-mapped copy (open_stream)")
     args = parser.parse_args(argv)
-    out = args.out or Path(__file__).parent / "results" / f"{name}_{args.half}.json"
+    streamed = getattr(args, "stream", False)
+    out = args.out or Path(__file__).parent / "results" / f"{name}{'_stream' if streamed else ''}_{args.half}.json"
     if args.report:
         print(summary(json.loads(out.read_text())["cells"]))
         return
     half = shapes[0::2] if args.half == "dev" else shapes[1::2]
-    run(half, seeds, make, json.loads(args.calopt_kwargs), args.half, out, route)
+    run(half, seeds, make, json.loads(args.calopt_kwargs), args.half, out, route, stream if streamed else None)
