@@ -132,6 +132,77 @@ def test_a_rare_class_s_large_fit_cuts_on_the_weighted_rest_and_is_level_with_th
     assert ours >= route_f1 - 0.02
 
 
+def test_the_survey_keeps_each_class_s_own_bottom_k(tmp_path):
+    """``class_rows``: per label, the rows with the smallest of their own seeded keys (drawn in row
+    order, whatever the parts: a directory, whose row count is known, and chunks alike); a class
+    with fewer rows keeps them all; a third label drops them."""
+    from calopt.io.stream import chunk_source, open_stream, survey
+
+    X, y = _rare(3000, 0.01)
+    keys = np.random.default_rng([4, 11]).random(3000)
+    (tmp_path / "d").mkdir()
+    np.save(tmp_path / "d" / "X.npy", X)
+    np.save(tmp_path / "d" / "y.npy", y)
+    for source in (open_stream(tmp_path / "d", part_rows=97),
+                   chunk_source([(X[i:i + 250], y[i:i + 250]) for i in range(0, 3000, 250)])):
+        found = survey(source, sample_rows=100, seed=4, class_rows=40)
+        assert len(found.class_samples) == 2
+        for rows, index, kept_keys in found.class_samples:
+            label = y[index[0]]
+            mine = np.flatnonzero(y == label)
+            expected = np.sort(mine[np.argsort(keys[mine])[:40]])
+            np.testing.assert_array_equal(index, expected)
+            np.testing.assert_array_equal(kept_keys, keys[expected])
+            np.testing.assert_array_equal(rows, X[expected])
+    three = np.arange(3000) % 3
+    assert survey(chunk_source([(X, three)]), class_rows=40).class_samples == []
+
+
+def test_a_streamed_rare_class_trains_on_a_case_control_sample_too(tmp_path):
+    """A large stream with 0.3% positive rows trains as the same rows in memory do: the smaller
+    class's rows from the survey's own sample of it (RARE_KEPT of them), the rest of the sample the
+    uniform sample's other class, weighted back (one held-out split); the threshold is the best cut
+    of the rest weighted by count over count left per class (scikit-learn's weighted F1, weights by
+    plain counting); on new rows level with the route cut on a 20% split."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+
+    from calopt.io.stream import open_stream
+
+    X, y = _rare(130_000, 0.003)
+    (tmp_path / "d").mkdir()
+    np.save(tmp_path / "d" / "X.npy", X)
+    np.save(tmp_path / "d" / "y.npy", y)
+    model = calopt.fit(open_stream(tmp_path / "d"), measure="f1")
+    account = model.fit_report.subsample
+    kept = int(sampling.RARE_KEPT * y.sum())
+    assert account["drawn"] == "case-control" and account["weighted"] and account["smaller_class_rows"] == kept
+    assert model.fit_report.selection["rule"] == "holdout:0.2"
+    assert model.fit_report.stream.sample_rows == account["rows"] == sample_size(y.size, 4)
+    # the sample, drawn again from the seeded keys: the positives with the smallest keys of their own
+    # (seed 0's second stream), the negatives with the smallest of the uniform sample's keys
+    common_kept = account["rows"] - kept
+    rare_keys = np.random.default_rng([0, 11]).random(y.size)
+    uniform_keys = np.random.default_rng([0, 7]).random(y.size)
+    positives, negatives = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    trained = np.concatenate([positives[np.argsort(rare_keys[positives])[:kept]],
+                              negatives[np.argsort(uniform_keys[negatives])[:common_kept]]])
+    rest = np.setdiff1d(np.arange(y.size), trained)
+    # a rest row stands for count / (count − kept) rows of its class
+    weight = np.where(y[rest] == 1, positives.size / (positives.size - kept),
+                      negatives.size / (negatives.size - common_kept))
+    value = f1_score(y[rest], model.decision_function(X[rest]) > 0, sample_weight=weight)
+    assert account["value"] == pytest.approx(value, abs=1e-12)
+    X_test, y_test = _rare(200_000, 0.003, seed=1)
+    fit, held, y_fit, y_held = train_test_split(X, y, test_size=0.2, stratify=y, random_state=0)
+    route = LogisticRegression(max_iter=1000).fit(fit, y_fit)
+    held_scores = route.decision_function(held)
+    cuts = np.unique(held_scores)[-400:]
+    cut = cuts[np.argmax([f1_score(y_held, held_scores > c) for c in cuts])]
+    route_f1 = f1_score(y_test, route.decision_function(X_test) > cut)
+    assert f1_score(y_test, model.predict(X_test)) >= route_f1 - 0.02
+
+
 @pytest.mark.parametrize("options", [{"select": "holdout:0.2"}, {"sample_weight": "ones"},
                                      {"measure": "recall", "constraints": ["precision>=0.5"]}])
 def test_every_row_trains_when_the_user_says_how(large, options):

@@ -745,6 +745,10 @@ class Survey:
     sample_keys: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: The columns' names when the file gives them (:attr:`ChunkSource.columns`).
     columns: dict[str, Any] | None = None
+    #: With ``class_rows``: per label (at most two), a uniform sample of at most that many of its
+    #: rows, as (rows, row numbers increasing, keys), drawn with keys of their own (independent of
+    #: ``sample``'s), so a rare class keeps its rows where the uniform sample holds a few of them.
+    class_samples: list[tuple[Any, np.ndarray, np.ndarray]] = field(default_factory=list)
 
     def bottom(self, rows: int) -> np.ndarray:
         """Positions in ``sample`` of its ``rows`` rows with the smallest keys, increasing: the
@@ -877,7 +881,7 @@ class _BottomK:
 
 def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
            progress: Callable[[int, str], None] | None = None, each: Callable[[Part], None] | None = None,
-           scale: bool = True) -> Survey:
+           scale: bool = True, class_rows: int = 0) -> Survey:
     """The first pass: counts, width, index base, max-abs scaling and a uniform row sample.
 
     The sample keeps the rows with the ``sample_rows`` smallest seeded random keys
@@ -889,8 +893,12 @@ def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
     read (what :func:`convert` writes as the pass goes). ``scale=False`` (:func:`convert`, which
     does not use it) leaves ``max_abs`` zero for sparse parts instead of reducing every stored
     value (dense parts are still reduced: the reduction is their finiteness check).
+    ``class_rows``: also keep, for each label, the bottom-``class_rows`` of its rows by keys of
+    their own (``Survey.class_samples``; none when the labels take more than two values).
     """
     rng = np.random.default_rng([seed, 7])
+    class_rng = np.random.default_rng([seed, 11])
+    per_label: dict[Any, _BottomK] | None = {} if class_rows else None
     labels, part_rows, max_abs = [], [], np.zeros(0)
     width, nnz, has_zero, sparse, kinds = 0, 0, False, False, set()
     bottom = _BottomK(sample_rows) if sample_rows and source.n_rows is None else None
@@ -922,6 +930,8 @@ def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
         labels.append(np.asarray(part.labels))
         if each is not None:
             each(part)
+        if per_label is not None:
+            per_label = _add_by_label(per_label, X, np.asarray(part.labels), class_rng.random(rows), n, class_rows)
         if bottom is not None:
             bottom.add(X, rng.random(rows), n)
         elif chosen is not None:
@@ -948,10 +958,25 @@ def survey(source: ChunkSource, *, sample_rows: int = 0, seed: int = 0,
         sample, sample_index, sample_keys = None, np.zeros(0, np.int64), np.zeros(0)
     found = Survey(source.source, source.format, n, width, np.concatenate(labels), max_abs, part_rows,
                    has_zero=has_zero, open_width=source.open_width, nnz=nnz, sparse=sparse,
-                   sample=sample, sample_index=sample_index, sample_keys=sample_keys, columns=source.columns)
+                   sample=sample, sample_index=sample_index, sample_keys=sample_keys, columns=source.columns,
+                   class_samples=[] if per_label is None else [kept.result(width) for kept in per_label.values()])
     source.settle(found)
     found.zero_based = source.zero_based
     return found
+
+
+def _add_by_label(per_label: dict[Any, _BottomK], X: Any, labels: np.ndarray, keys: np.ndarray, first_row: int,
+                  k: int) -> dict[Any, _BottomK] | None:
+    """Each label's rows of a part into its own bottom-``k`` sample (a row of another label enters
+    with key ∞, never); None once more than two labels have been seen (a stream trains two classes)."""
+    for label in np.unique(labels):
+        key = label.item()
+        if key not in per_label:
+            if len(per_label) == 2:
+                return None
+            per_label[key] = _BottomK(k)
+        per_label[key].add(X, np.where(labels == label, keys, np.inf), first_row)
+    return per_label
 
 
 def read_whole(source: ChunkSource) -> Dataset:

@@ -59,7 +59,7 @@ from calopt.training.loop import NONFINITE, EpochRecord, run
 from calopt.training.pipeline import fit_rows
 from calopt.training.plan import FitPlan, check_count
 from calopt.training.sampling import RowSample, sample_size
-from calopt.training.selection import TRIAL_ROWS, choose_settings
+from calopt.training.selection import CV_MINORITY, TRIAL_ROWS, choose_settings
 from calopt.training.threshold import best_cut, cut_values
 
 __all__ = ["SAMPLE_ROWS", "STREAM_BATCH_ROWS", "THRESHOLD_BYTES", "THRESHOLD_ROWS", "fit_chunks", "fit_stream",
@@ -344,12 +344,14 @@ def fit_stream_sample(source: ChunkSource, options: dict[str, Any], *, positive:
     uniform sample of ``max(50,000, 1,000 · d)`` rows trains the in-memory default (L-BFGS with its
     settings selection, dense features standardized), then one more pass scores every row and
     the threshold is the exact best cut of the measure on the rows the model never saw. Two reads
-    of the data in all. Returns (None, the survey) where it does not apply, for :func:`fit_stream`
+    of the data in all. A rare class (fewer than CV_MINORITY of its rows in that sample) trains on a
+    weighted case-control sample instead, as in memory (:func:`_case_control`).
+    Returns (None, the survey) where it does not apply, for :func:`fit_stream`
     to go on with: fewer than twice that many rows, a survey sample smaller than that (rows too
     wide for :func:`threshold_rows`' budget), or other than two classes."""
     started = time.perf_counter()
     found = survey(source, sample_rows=max(sample_rows, threshold_rows(source)),
-                   seed=int(options.get("seed") or 0), progress=progress)
+                   seed=int(options.get("seed") or 0), progress=progress, class_rows=CV_MINORITY)
     size = sample_size(found.n_rows, found.n_features)
     if size is None or found.sample_index.size < size or np.unique(found.labels).size != 2:
         return None, found
@@ -357,8 +359,15 @@ def fit_stream_sample(source: ChunkSource, options: dict[str, Any], *, positive:
     trial = found.bottom(size)
     rows = found.sample_index[trial]
     plan = FitPlan.resolve(**{**options, "select": "auto"})
-    model = fit_rows(found.sample[trial], y_pm[rows], classes, plan, get_backend("numpy", dtype="float64"), started,
-                     standardized=True)
+    drawn = _case_control(found, trial, y_pm, size)
+    if drawn is None:
+        model = fit_rows(found.sample[trial], y_pm[rows], classes, plan, get_backend("numpy", dtype="float64"),
+                         started, standardized=True)
+    else:  # a rare class: its own sample's rows and the uniform sample's of the other class, weighted
+        X, sample = drawn
+        rows = sample.sample
+        model = fit_rows(X, y_pm[rows], classes, plan, get_backend("numpy", dtype="float64"), started,
+                         weight=sample.weight, standardized=True, sampled=True)
     coef, intercept = np.asarray(model.coef, dtype=np.float64), float(model.intercept)
     scores, at = np.empty(found.n_rows), 0
     for part in source.parts():
@@ -367,17 +376,44 @@ def fit_stream_sample(source: ChunkSource, options: dict[str, Any], *, positive:
         at = stop
         if progress is not None:
             progress(stop, "threshold")
-    rest = np.ones(found.n_rows, dtype=bool)
-    rest[rows] = False
-    sample = RowSample(rows, np.flatnonzero(rest))
+    if drawn is None:
+        rest = np.ones(found.n_rows, dtype=bool)
+        rest[rows] = False
+        sample = RowSample(rows, np.flatnonzero(rest))
     model = sample.cut_scores(model, scores[sample.rest], y_pm, plan.measure)
-    report = model.fit_report.replace(
-        subsample={**model.fit_report.subsample, "drawn": "uniform"},  # the survey's sample, not stratified
+    report = model.fit_report.replace(  # the survey's sample, not stratified
+        subsample={**model.fit_report.subsample, "drawn": "uniform" if drawn is None else "case-control"},
         stream=StreamReport(rows=found.n_rows, parts=len(found.part_rows), buffer_rows=buffer_rows,
                             sample_rows=int(rows.size), seekable=source.seekable,
                             threshold_rows=int(sample.rest.size), exact_threshold=True, passes=2),
         data=DataReading.from_json(found.reading()))
     return dataclasses.replace(model, fit_report=report, fit_seconds=time.perf_counter() - started), found
+
+
+def _case_control(found: Survey, trial: np.ndarray, y_pm: np.ndarray, size: int) -> tuple[Any, RowSample] | None:
+    """Where the uniform sample's ``trial`` rows hold fewer than CV_MINORITY of the smaller class
+    (:mod:`calopt.training.sampling`, "A rare class"), the case-control sample of a stream: that
+    class's rows from the survey's own sample of it (``class_samples``: its rows with the smallest
+    keys of their own), the other class's from the uniform sample, ``size`` rows in all; its
+    features (as read, in row order) and the :class:`RowSample`. None: the uniform sample serves."""
+    small = 1.0 if np.sum(y_pm > 0) <= np.sum(y_pm < 0) else -1.0
+    index = found.sample_index[trial]
+    kept = RowSample.rare_rows(y_pm)
+    if np.sum(y_pm[index] == small) >= CV_MINORITY or kept < 2:
+        return None
+    rare = next((block for block in found.class_samples if block[1].size and y_pm[block[1][0]] == small), None)
+    if rare is None or rare[1].size < kept:
+        return None
+    rare_X, rare_index, rare_keys = rare
+    chosen = np.sort(np.argpartition(rare_keys, kept - 1)[:kept]) if rare_keys.size > kept else np.arange(kept)
+    common = trial[y_pm[index] != small]  # the uniform sample's rows of the other class, by their keys
+    common = common[np.argsort(found.sample_keys[common], kind="stable")[:size - kept]]
+    common = np.sort(common)
+    parts = [rare_X[chosen], found.sample[common]]
+    X = sp.vstack(parts, format="csr") if any(sp.issparse(p) for p in parts) else np.concatenate(parts)
+    rows = np.concatenate([rare_index[chosen], found.sample_index[common]])
+    order = np.argsort(rows, kind="stable")
+    return X[order], RowSample.case_control(y_pm, rows[order])
 
 
 def partial_fit_chunks(estimator: Any, chunks: Any, classes: Any = None) -> Any:
