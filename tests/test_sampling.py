@@ -17,6 +17,17 @@ def test_sample_size_rule():
     assert sample_size(100_000, 5) == sampling.MIN_ROWS
     assert sample_size(1_000_000, 100) == 100 * sampling.ROWS_PER_FEATURE
     assert sample_size(150_000, 100) is None  # fewer than 2,000 rows per feature: every row
+    # the smaller class known: as few rows as hold 500 of it, at least 20,000 and 1,000 a feature
+    assert sample_size(99_999, 5, 30_000) is None  # the regime starts where it did
+    assert sample_size(150_000, 5, 30_000) == 20_000  # 20%: 4,000 of it in 20,000 rows
+    assert sample_size(400_000, 8, 8_000) == 25_000  # 2%: 500 of it need 25,000 rows
+    assert sample_size(1_000_000, 30, 500_000) == 30_000  # 1,000 a feature
+    assert sample_size(1_000_000, 100, 500_000) == 100_000
+    # rare (fewer than 500 of it in 50,000 rows, or in 1,000 a feature): the case-control sample's size
+    assert sample_size(300_000, 5, 2_999) == 50_000 and sampling.rare_class(300_000, 5, 2_999)
+    assert not sampling.rare_class(300_000, 5, 3_000) and sample_size(300_000, 5, 3_000) == 50_000  # 500 in 50,000
+    assert sample_size(300_000, 5, 6_000) == 25_000
+    assert sample_size(1_000_000, 60, 8_000) == 60_000  # 480 of it in 60,000 rows
 
 
 def _data(n: int, d: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -36,9 +47,10 @@ def test_large_fit_cuts_its_threshold_on_the_rows_it_did_not_train_on(large):
     model = calopt.fit(X, y, measure="f1")
     account = model.fit_report.subsample
     assert account["of"] == y.size and account["rows"] + account["cut_rows"] == y.size
-    assert abs(account["rows"] - sampling.MIN_ROWS) <= 1
+    # 10% positive: 2,000 of them in the fewest rows a few columns take (FEW_COLUMNS_ROWS)
+    assert abs(account["rows"] - sampling.FEW_COLUMNS_ROWS) <= 1
     # the same stratified draw: its rest rows are where the threshold was cut
-    rows = RowSample.draw(np.where(y == 1, 1.0, -1.0), sampling.MIN_ROWS, 0)
+    rows = RowSample.draw(np.where(y == 1, 1.0, -1.0), sampling.FEW_COLUMNS_ROWS, 0)
     assert rows.rest.size == account["cut_rows"]
     rest_X, rest_y = X[rows.rest], y[rows.rest]
     scores = model.decision_function(rest_X)
@@ -253,12 +265,13 @@ def test_a_large_stream_trains_on_the_surveys_sample_and_cuts_on_every_other_row
     directory = _directory(tmp_path / "large", X, y)
     model = calopt.fit(open_stream(directory), measure="f1")
     account, stream = model.fit_report.subsample, model.fit_report.stream
-    assert account["rows"] == sampling.MIN_ROWS and account["cut_rows"] == y.size - sampling.MIN_ROWS
+    rows = sampling.FEW_COLUMNS_ROWS  # 10% positive (as in memory)
+    assert account["rows"] == rows and account["cut_rows"] == y.size - rows
     assert stream.passes == 2 and stream.exact_threshold and stream.threshold_rows == account["cut_rows"]
     # the sample: the survey's rows with the smallest keys (the same seed), the rest the others
     source = open_stream(directory)
     found = survey(source, sample_rows=max(calopt.training.stream.SAMPLE_ROWS, threshold_rows(source)), seed=0)
-    rest = np.setdiff1d(np.arange(y.size), found.sample_index[found.bottom(sampling.MIN_ROWS)])
+    rest = np.setdiff1d(np.arange(y.size), found.sample_index[found.bottom(rows)])
     X32 = X.astype(np.float32)
     scores = model.decision_function(X32[rest])
     assert account["value"] == pytest.approx(f1_score(y[rest], scores > 0), abs=1e-12)

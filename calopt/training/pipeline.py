@@ -520,7 +520,7 @@ def _row_sample(X: Any, y_pm: np.ndarray, plan: FitPlan, weight: np.ndarray | No
         return None
     if any(not foldable(algorithm) for algorithm in plan.components.algorithms):
         return None
-    size = sample_size(int(y_pm.size), int(X.shape[1]))
+    size = sample_size(int(y_pm.size), int(X.shape[1]), int(min(np.sum(y_pm > 0), np.sum(y_pm <= 0))))
     return None if size is None else RowSample.draw(y_pm, size, plan.seed)
 
 

@@ -5,7 +5,8 @@ improving long before the rows run out, while every pass of the settings selecti
 candidates, its fold models) still reads every row. So, by default (``select="auto"``),
 from :data:`MIN_ROWS` · 2 rows and at least 2 · :data:`ROWS_PER_FEATURE` rows per feature:
 
-1. a stratified sample of ``max(MIN_ROWS, ROWS_PER_FEATURE · d)`` rows trains the model
+1. a stratified sample of ``max(MIN_ROWS, ROWS_PER_FEATURE · d)`` rows (fewer with few
+   columns: "Few columns" below) trains the model
    with the settings selection the data's size calls for (one held-out split, the
    candidates, the passes), as any data set of that size would;
    Dense features are standardized for it (centred, divided by their standard deviation, as
@@ -43,6 +44,20 @@ time from 1.8 and 6.1 times the route's to 0.8 and 2.2. :data:`RARE_KEPT` is the
 not tuned. A large stream does the same from its first pass, which keeps each class's own sample
 of rows for it (:func:`calopt.training.stream.fit_stream_sample`).
 
+**Few columns** (3-30 dense columns: physics events, sensors, forest cover): 50,000 rows are
+far more than ``ROWS_PER_FEATURE`` a feature, and the sample's passes were the whole of a fit
+that one ``LogisticRegression`` on every row matched in less time (150,000 × 5: 0.21 s against
+0.10 s). Where the smaller class is not rare, the sample is the fewest rows that hold
+CV_MINORITY of its rows, at least :data:`FEW_COLUMNS_ROWS` and ``ROWS_PER_FEATURE`` a feature
+(:func:`sample_size`); a rare class keeps the case-control sample of ``max(MIN_ROWS,
+ROWS_PER_FEATURE · d)`` rows (smaller ones did worse on ``bench_rare_large.py``, its
+confirmation half: margin +0.0063 → +0.0024 at 20,000 rows). On
+``benchmarks/bench_low_d_large.py`` (120,000-1,000,000 rows × 3-28 columns, 2-30% positive;
+BENCHMARKS.md, "Large data with few columns") the median time went from 1.33 and 0.67 of the
+split route's to 0.78 and 0.42 (development and confirmation halves), the mean margin over it
+from +0.0031 to +0.0033 and from +0.0011 to +0.0014. 20,000 was chosen on the development half
+among 10,000, 20,000 and 50,000 (10,000: 0.67 of the route's time, margin +0.0024).
+
 A rule the user gives (``select="holdout:0.2"``, ``"cv:5"``, ``"none"``), rate
 constraints (whose threshold is chosen with the constraints on the training rows) and
 sample weights train on every row, as before.
@@ -61,20 +76,40 @@ from calopt.backends import to_numpy
 from calopt.training.selection import CV_MINORITY, stratified_split
 from calopt.training.threshold import best_cut
 
-__all__ = ["MIN_ROWS", "RARE_KEPT", "ROWS_PER_FEATURE", "RowSample", "sample_size"]
+__all__ = ["FEW_COLUMNS_ROWS", "MIN_ROWS", "RARE_KEPT", "ROWS_PER_FEATURE", "RowSample", "rare_class", "sample_size"]
 
-#: The fewest rows of the sample (and the regime starts at twice as many rows).
+#: The fewest rows of the sample where the smaller class is rare (and the regime starts at twice
+#: ``max(MIN_ROWS, ROWS_PER_FEATURE · d)`` rows).
 MIN_ROWS = 50_000
+#: The fewest rows of the sample where the smaller class is not rare: enough for CV_MINORITY of its
+#: rows, at least this many and ROWS_PER_FEATURE a feature (see the module's note, "Few columns").
+FEW_COLUMNS_ROWS = 20_000
 #: Rows of the sample per feature (see the module's note: an excess risk of about 0.0005 nats).
 ROWS_PER_FEATURE = 1_000
 #: The most of a rare class's rows the sample keeps (the rest are the cut's, as the route's 20%).
 RARE_KEPT = 0.8
 
 
-def sample_size(n_rows: int, n_features: int) -> int | None:
-    """The rows to train on, or None (every row) when the data are not at least twice that."""
+def sample_size(n_rows: int, n_features: int, smaller: int | None = None) -> int | None:
+    """The rows to train on, or None (every row) when the data are not at least twice
+    ``max(MIN_ROWS, ROWS_PER_FEATURE · d)``. That many where the smaller class (``smaller`` rows;
+    None: not known) is rare (:func:`rare_class`); else as few as hold CV_MINORITY rows of it, at
+    least FEW_COLUMNS_ROWS and ROWS_PER_FEATURE a feature."""
     rows = max(MIN_ROWS, ROWS_PER_FEATURE * max(int(n_features), 1))
-    return rows if n_rows >= 2 * rows else None
+    if n_rows < 2 * rows:
+        return None
+    if smaller is None or rare_class(n_rows, n_features, smaller):
+        return rows
+    needed = -(-CV_MINORITY * n_rows // max(int(smaller), 1))  # ⌈CV_MINORITY · n / smaller⌉
+    return min(rows, max(FEW_COLUMNS_ROWS, ROWS_PER_FEATURE * max(int(n_features), 1), needed))
+
+
+def rare_class(n_rows: int, n_features: int, smaller: int) -> bool:
+    """Whether a stratified sample of ``max(MIN_ROWS, ROWS_PER_FEATURE · d)`` rows would hold fewer
+    than CV_MINORITY rows of the smaller class (``smaller`` of ``n_rows``): the case-control sample's
+    regime (see the module's note, "A rare class")."""
+    rows = max(MIN_ROWS, ROWS_PER_FEATURE * max(int(n_features), 1))
+    return smaller * rows < CV_MINORITY * n_rows
 
 
 @dataclass(frozen=True)

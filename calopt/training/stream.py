@@ -58,7 +58,7 @@ from calopt.models.report import DataReading, FitReport, StreamReport
 from calopt.training.loop import NONFINITE, EpochRecord, run
 from calopt.training.pipeline import fit_rows
 from calopt.training.plan import FitPlan, check_count
-from calopt.training.sampling import RowSample, sample_size
+from calopt.training.sampling import RowSample, rare_class, sample_size
 from calopt.training.selection import CV_MINORITY, TRIAL_ROWS, choose_settings
 from calopt.training.threshold import best_cut, cut_values
 
@@ -352,8 +352,9 @@ def fit_stream_sample(source: ChunkSource, options: dict[str, Any], *, positive:
     started = time.perf_counter()
     found = survey(source, sample_rows=max(sample_rows, threshold_rows(source)),
                    seed=int(options.get("seed") or 0), progress=progress, class_rows=CV_MINORITY)
-    size = sample_size(found.n_rows, found.n_features)
-    if size is None or found.sample_index.size < size or np.unique(found.labels).size != 2:
+    counts = np.unique(found.labels, return_counts=True)[1]
+    size = sample_size(found.n_rows, found.n_features, int(counts.min()))
+    if size is None or found.sample_index.size < size or counts.size != 2:
         return None, found
     y_pm, classes = encode_binary(found.labels, positive=positive, source="training labels")
     trial = found.bottom(size)
@@ -399,7 +400,7 @@ def _case_control(found: Survey, trial: np.ndarray, y_pm: np.ndarray, size: int)
     small = 1.0 if np.sum(y_pm > 0) <= np.sum(y_pm < 0) else -1.0
     index = found.sample_index[trial]
     kept = RowSample.rare_rows(y_pm)
-    if np.sum(y_pm[index] == small) >= CV_MINORITY or kept < 2:
+    if not rare_class(y_pm.size, found.n_features, int(np.sum(y_pm == small))) or kept < 2:
         return None
     rare = next((block for block in found.class_samples if block[1].size and y_pm[block[1][0]] == small), None)
     if rare is None or rare[1].size < kept:
