@@ -341,10 +341,11 @@ def fit_stream_sample(source: ChunkSource, options: dict[str, Any], *, positive:
                       buffer_rows: int = BUFFER_ROWS, sample_rows: int = SAMPLE_ROWS,
                       progress: Callable[[int, str], None] | None = None) -> tuple[LinearModel | None, Survey]:
     """A large stream as large arrays are trained (:mod:`calopt.training.sampling`): the survey's
-    uniform sample of ``max(50,000, 1,000 · d)`` rows trains the in-memory default (L-BFGS with its
+    uniform sample of :func:`~calopt.training.sampling.sample_size` rows (``max(50,000, 1,000 · d)``,
+    fewer with few columns) trains the in-memory default (L-BFGS with its
     settings selection, dense features standardized), then one more pass scores every row and
     the threshold is the exact best cut of the measure on the rows the model never saw. Two reads
-    of the data in all. A rare class (fewer than CV_MINORITY of its rows in that sample) trains on a
+    of the data in all. A rare class (:func:`~calopt.training.sampling.rare_class`) trains on a
     weighted case-control sample instead, as in memory (:func:`_case_control`).
     Returns (None, the survey) where it does not apply, for :func:`fit_stream`
     to go on with: fewer than twice that many rows, a survey sample smaller than that (rows too
@@ -392,8 +393,9 @@ def fit_stream_sample(source: ChunkSource, options: dict[str, Any], *, positive:
 
 
 def _case_control(found: Survey, trial: np.ndarray, y_pm: np.ndarray, size: int) -> tuple[Any, RowSample] | None:
-    """Where the uniform sample's ``trial`` rows hold fewer than CV_MINORITY of the smaller class
-    (:mod:`calopt.training.sampling`, "A rare class"), the case-control sample of a stream: that
+    """Where the smaller class is rare (:func:`~calopt.training.sampling.rare_class`: fewer than
+    CV_MINORITY of its rows in the sample; :mod:`calopt.training.sampling`, "A rare class"), the
+    case-control sample of a stream: that
     class's rows from the survey's own sample of it (``class_samples``: its rows with the smallest
     keys of their own), the other class's from the uniform sample, ``size`` rows in all; its
     features (as read, in row order) and the :class:`RowSample`. None: the uniform sample serves."""
