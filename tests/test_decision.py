@@ -217,12 +217,15 @@ def test_kept_best_classes_give_the_line_search_the_same_numbers():
             assert (best.first[i], best.second[i]) == (first, second)
 
 
-def test_beyond_exact_breaks_the_search_still_finds_the_plain_loop_best_near_the_weight(monkeypatch):
+@pytest.mark.parametrize("window_cuts", [2048, 32])
+def test_beyond_exact_breaks_the_search_still_finds_the_plain_loop_best_near_the_weight(monkeypatch, window_cuts):
     """With fewer exact break points allowed than rows, the window around the current weight and the
-    coarse ranks outside still reach the plain-loop best here (a smooth measure of 2,000 rows)."""
+    coarse ranks outside still reach the plain-loop best here (a smooth measure of 2,000 rows); so
+    does a window thinned to 32 evenly spaced intervals, refined between the best's neighbours."""
     from calopt.training import decision
 
     monkeypatch.setattr(decision, "EXACT_BREAKS", 64)
+    monkeypatch.setattr(decision, "WINDOW_CUTS", window_cuts)
     proba, codes = _long_tailed(2000, 3, seed=5)
     rows = decision._Rows(get_measure("gmean"), proba, codes, None)
     for j in range(3):

@@ -56,6 +56,11 @@ ROUNDS = 20
 EXACT_BREAKS = 1024
 WINDOW = 8.0
 COARSE = 128
+#: The window's intervals evaluated at the most: beyond, this many evenly spaced ones (and the
+#: current scale's), then every interval between the best's neighbours. At 100,000 rows a window
+#: held about 50,000 intervals, each a K-vector of the measure's counts: the rule was half of a
+#: 6-class fit (100,000 × 10: 0.55 of 1.1 s, one LogisticRegression fit 0.2 s).
+WINDOW_CUTS = 2048
 #: The most confusion-matrix entries evaluated at once (measures without a class-count form).
 MAX_CELLS = 2 ** 16
 
@@ -317,8 +322,9 @@ def _line_search(rows: _Rows, gains: np.ndarray, j: int, best: _Best | None = No
     scales into intervals of equal decisions, and the statistics of each interval are the ones
     below plus the rows that switched to j. Up to :data:`EXACT_BREAKS` break points every
     interval is evaluated; beyond, every interval within a factor :data:`WINDOW` of the current
-    scale and :data:`COARSE` evenly spaced ones on each side, then every interval around the best
-    of those if it is outside. Of the best intervals the one nearest the current scale (1) is
+    scale (:data:`WINDOW_CUTS` evenly spaced ones and the current scale's where there are more) and
+    :data:`COARSE` evenly spaced ones on each side, then every interval between the best's
+    neighbours if it is outside the window or the window was thinned. Of the best intervals the one nearest the current scale (1) is
     taken (no move on a plateau), at the geometric middle of its break points (half the first,
     twice the last at the ends).
     """
@@ -345,24 +351,30 @@ def _line_search(rows: _Rows, gains: np.ndarray, j: int, best: _Best | None = No
     valid = np.ones(m + 1, dtype=bool)  # interval i: the first i rows switched, s in (breaks[i-1], breaks[i])
     valid[1:m] = breaks[:-1] < breaks[1:]
     switched = _Switch(rows, start, order, base[order], j)
+    now = int(np.searchsorted(breaks, 1.0, side="left"))  # the interval of s = 1
+    thinned = False
     if m <= EXACT_BREAKS:
         cuts = np.flatnonzero(valid)
     else:
         low, high = np.searchsorted(breaks, [1 / WINDOW, WINDOW])
         chosen = np.zeros(m + 1, dtype=bool)  # the window's intervals and the coarse ones, in order
-        chosen[low:high + 1] = True
+        thinned = high - low > WINDOW_CUTS
+        if thinned:  # evenly spaced ones and the current scale's, refined around the best below
+            chosen[np.linspace(low, high, WINDOW_CUTS).astype(np.int64)] = True
+            chosen[now] = True
+        else:
+            chosen[low:high + 1] = True
         chosen[np.linspace(0, low, COARSE).astype(np.int64)] = True
         chosen[np.linspace(high, m, COARSE).astype(np.int64)] = True
         cuts = np.flatnonzero(chosen & valid)
     values = switched.values(cuts)
     best = int(np.argmax(values))
-    if m > EXACT_BREAKS and not low <= cuts[best] <= high:  # every interval between the best's neighbours
+    if m > EXACT_BREAKS and (thinned or not low <= cuts[best] <= high):  # every interval between the best's neighbours
         inner = np.arange(cuts[max(best - 1, 0)], cuts[min(best + 1, cuts.size - 1)] + 1)
         inner = inner[valid[inner]]
         cuts, at = np.unique(np.concatenate([cuts, inner]), return_index=True)
         values = np.concatenate([values, switched.values(inner)])[at]
     top = cuts[values >= np.max(values) - 1e-12 * max(abs(float(np.max(values))), 1.0)]
-    now = int(np.searchsorted(breaks, 1.0, side="left"))  # the interval of s = 1
     i = int(top[np.argmin(np.abs(top - now))])
     if i == 0:
         scale = breaks[0] / 2
