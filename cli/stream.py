@@ -130,8 +130,9 @@ def train_stream(source: str, csv: CsvOptions, *, test: str | None, options: dic
         return
     console = Console()
     stream_info = report.stream
-    console.print(f"{model.describe()}: streamed {stream_info['rows']:,} rows in {stream_info['parts']} parts, "
-                  f"{stream_info['passes']} passes, {epochs_text(report.epochs)}, "
+    parts, passes = stream_info['parts'], stream_info['passes']
+    console.print(f"{model.describe()}: streamed {stream_info['rows']:,} rows in {parts} part{'s' * (parts != 1)}, "
+                  f"{passes} pass{'es' * (passes != 1)}, {epochs_text(report.epochs)}, "
                   f"positive class {label_text(model.positive)}, fit in {model.fit_seconds:.2f} s",
                   markup=False, highlight=False)
     if train_value is not None:

@@ -365,6 +365,7 @@ def test_a_streamed_model_records_its_columns_too(files, tmp_path):
     streamed = tmp_path / "streamed.npz"
     result = invoke("train", files["train"], "--stream", "--epochs", "2", "--no-progress", "-o", streamed)
     assert result.exit_code == 0, result.output
+    assert " rows in 1 part, " in result.output  # one part of a small file, in the singular
     assert load_model(streamed).feature_names == FEATURES
     expected = by_hand(streamed, pd.read_csv(files["test"]))
     assert predictions(streamed, files["reordered"]) == expected
