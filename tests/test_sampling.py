@@ -215,6 +215,30 @@ def test_a_streamed_rare_class_trains_on_a_case_control_sample_too(tmp_path):
     assert f1_score(y_test, model.predict(X_test)) >= route_f1 - 0.02
 
 
+def test_a_stream_s_uniform_sample_takes_one_held_out_split_as_in_memory(tmp_path):
+    """2% positive in 110,000 rows, 4 columns: not rare, so the sample is the 25,000 rows that hold
+    about 500 positives; the survey's uniform draw holds 498 here (the seeded keys, counted below),
+    which alone would have called for 5-fold cross-fitting: as in memory, the sample takes one
+    held-out split (its rest gives the threshold)."""
+    from calopt.io.stream import open_stream
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((110_000, 4))
+    y = np.zeros(110_000, dtype=np.int64)
+    y[rng.choice(110_000, 2_200, replace=False)] = 1
+    X[y == 1] += 0.8
+    assert sample_size(y.size, 4, 2_200) == 25_000
+    drawn = np.argsort(np.random.default_rng([0, 7]).random(y.size))[:25_000]  # the survey's keys, seed 0
+    assert y[drawn].sum() == 498  # fewer than CV_MINORITY in the draw itself
+    (tmp_path / "d").mkdir()
+    np.save(tmp_path / "d" / "X.npy", X)
+    np.save(tmp_path / "d" / "y.npy", y)
+    model = calopt.fit(open_stream(tmp_path / "d"), measure="gmean")
+    assert model.fit_report.subsample["drawn"] == "uniform" and model.fit_report.subsample["rows"] == 25_000
+    assert model.fit_report.selection["rule"] == "holdout:0.2"
+    assert calopt.fit(X, y, measure="gmean").fit_report.selection["rule"] == "holdout:0.2"
+
+
 @pytest.mark.parametrize("options", [{"select": "holdout:0.2"}, {"sample_weight": "ones"},
                                      {"measure": "recall", "constraints": ["precision>=0.5"]}])
 def test_every_row_trains_when_the_user_says_how(large, options):

@@ -364,7 +364,7 @@ def fit_stream_sample(source: ChunkSource, options: dict[str, Any], *, positive:
     drawn = _case_control(found, trial, y_pm, size)
     if drawn is None:
         model = fit_rows(found.sample[trial], y_pm[rows], classes, plan, get_backend("numpy", dtype="float64"),
-                         started, standardized=True)
+                         started, standardized=True, sampled=True)  # one held-out split, as in memory
     else:  # a rare class: its own sample's rows and the uniform sample's of the other class, weighted
         X, sample = drawn
         rows = sample.sample
