@@ -18,8 +18,8 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-import bench_rare_large  # noqa: E402
-import bench_suite  # noqa: E402
+import bench_rare_large
+import bench_suite
 
 SHAPES = [(150_000, 5, 0.05), (250_000, 6, 0.05), (400_000, 8, 0.2)]
 PUBLIC = ["magic04", "sylva", "a9a", "ijcnn1"]

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-import bench_rare_large  # noqa: E402
-import synthetic_shapes  # noqa: E402
+import bench_rare_large
+import synthetic_shapes
 
 #: (name, training rows, columns, positive rate)
 SHAPES = [
