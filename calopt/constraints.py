@@ -26,7 +26,8 @@ from typing import Any, ClassVar
 from calopt.errors import ParameterError
 from calopt.measures import Measure, confusion_counts, safe_divide
 
-__all__ = ["RATES", "ConstrainedMeasure", "RateConstraint", "RateObjective", "constrain", "parse_constraint",
+__all__ = ["CLASS_RATES", "RATES", "ClassConstrainedMeasure", "ClassRateConstraint", "ConstrainedMeasure",
+           "RateConstraint", "RateObjective", "class_constrained", "constrain", "no_class_constraints", "parse_constraint",
            "held_out_unmet_message", "parse_constraints", "unmet_message"]
 
 Array = Any
@@ -108,9 +109,9 @@ def parse_constraint(spec: Any) -> RateConstraint:
         return spec
     if not isinstance(spec, str):
         raise ParameterError(f"constraint {spec!r}: expected text like 'precision>=0.9'")
-    if re.match(r"\s*[^\[\]<>=]+\[[^\]]*\]", spec):
-        raise ParameterError(f"constraint {spec!r}: per-class rate constraints (RATE[CLASS]) are not supported "
-                             f"yet; K-class models train for their measure without constraints")
+    per_class = _CLASS_SPEC.match(spec)
+    if per_class is not None:
+        return _class_constraint(spec, per_class)
     match = _SPEC.match(spec)
     if match is None:
         raise ParameterError(f"constraint {spec!r}: expected RATE>=BOUND or RATE<=BOUND, e.g. 'precision>=0.9'")
@@ -133,6 +134,41 @@ def parse_constraint(spec: Any) -> RateConstraint:
     return RateConstraint(spec, rate, op in (">=", "≥", "=>"), bound)
 
 
+#: ``RATE[CLASS]>=BOUND``: a rate of one class against the rest (K-class data).
+_CLASS_SPEC = re.compile(r"^\s*(?P<rate>[^\[\]<>=]+)\[(?P<label>[^\]]*)\]\s*(?P<tail>.*)$")
+#: The rates a per-class constraint bounds (a class's recall and precision against the rest).
+CLASS_RATES = ("tpr", "precision")
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassRateConstraint(RateConstraint):
+    """``rate[label] ≥ bound`` (or ≤): a rate of class ``label`` against the rest, for K-class data
+    (the decision rule: :func:`class_constrained`). ``code`` is the class's position among the
+    model's classes once resolved (None before)."""
+
+    label: str = ""
+    code: int | None = None
+
+    def of_classes(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        """The rate of class ``code`` from per-class one-vs-rest counts ((..., K) arrays)."""
+        return self.value(tp[..., self.code], fp[..., self.code], tn[..., self.code], fn[..., self.code], xp=xp)
+
+
+def _class_constraint(spec: str, match: Any) -> ClassRateConstraint:
+    label = match["label"].strip()
+    plain_spec = f"{match['rate'].strip()}{match['tail']}"
+    try:
+        plain = parse_constraint(plain_spec)
+    except ParameterError as error:
+        raise ParameterError(str(error).replace(repr(plain_spec), repr(spec), 1)) from None
+    if plain.rate not in CLASS_RATES:
+        raise ParameterError(f"constraint {spec!r}: a class's constraint bounds its recall or precision, "
+                             f"not {plain.rate!r}")
+    if not label:
+        raise ParameterError(f"constraint {spec!r}: name the class in the brackets, e.g. 'recall[fraud]>=0.8'")
+    return ClassRateConstraint(spec, plain.rate, plain.lower, plain.bound, label)
+
+
 def parse_constraints(specs: Any) -> tuple[RateConstraint, ...]:
     """A spec or a list of them (None: none) as constraints; the same spec twice is an error."""
     if specs is None:
@@ -142,7 +178,7 @@ def parse_constraints(specs: Any) -> tuple[RateConstraint, ...]:
     constraints = tuple(parse_constraint(spec) for spec in specs)
     seen = set()
     for constraint in constraints:
-        key = (constraint.rate, constraint.lower, constraint.bound)
+        key = (constraint.rate, constraint.lower, constraint.bound, getattr(constraint, "label", None))
         if key in seen:
             raise ParameterError(f"constraint {constraint.spec!r} is given twice")
         seen.add(key)
@@ -190,6 +226,89 @@ class ConstrainedMeasure(Measure):
 
     def from_rates(self, tpr: Array, tnr: Array, p: float, *, xp: Any) -> Array:
         return self.from_counts(p * tpr, (1 - p) * (1 - tnr), (1 - p) * tnr, p * (1 - tpr), xp=xp)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassConstrainedMeasure(Measure):
+    """A K-class measure maximised subject to per-class rate constraints: its value on per-class
+    counts is the objective's where every constraint holds, else ``−1 − Σ violations`` (as
+    :class:`ConstrainedMeasure`'s), so the decision rule's search keeps the best feasible rule,
+    or the one closest to feasible when none is."""
+
+    name: ClassVar[str] = "class-constrained"
+    family: ClassVar[str] = "constrained"
+    objective: Measure = None
+    constraints: tuple[ClassRateConstraint, ...] = ()
+
+    @property
+    def spec(self) -> str:
+        return f"{self.objective.spec} subject to {', '.join(c.spec for c in self.constraints)}"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {}
+
+    @property
+    def multiclass(self) -> Any:  # type: ignore[override]
+        return self.objective.multiclass
+
+    def report(self, tp: Array, fp: Array, tn: Array, fn: Array) -> tuple[dict[str, Any], ...]:
+        """Each constraint's rate at these per-class counts ((K,) NumPy arrays) and whether it holds."""
+        import numpy as np
+
+        values = [float(c.of_classes(tp, fp, tn, fn, xp=np)) for c in self.constraints]
+        return tuple({"constraint": c.spec, "value": v, "satisfied": c.holds(v)}
+                     for c, v in zip(self.constraints, values))
+
+    def violation(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        violation = xp.zeros_like(tp[..., 0])
+        for constraint in self.constraints:
+            violation = violation + constraint.violation(constraint.of_classes(tp, fp, tn, fn, xp=xp), xp=xp)
+        return violation
+
+    def from_class_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        value = self.objective.from_class_counts(tp, fp, tn, fn, xp=xp)
+        violation = self.violation(tp, fp, tn, fn, xp=xp)
+        return xp.where(violation > 0, -1.0 - violation, value)
+
+    def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
+        raise ParameterError("per-class rate constraints are for three or more classes")
+
+    def from_rates(self, tpr: Array, tnr: Array, p: float, *, xp: Any) -> Array:
+        raise ParameterError("per-class rate constraints are for three or more classes")
+
+
+def no_class_constraints(measure: Measure) -> None:
+    """A one-line ParameterError where ``measure`` (two classes) carries a per-class constraint:
+    with two classes a class's recall is TPR or TNR, which the plain constraints name."""
+    for constraint in getattr(measure, "constraints", ()):
+        if isinstance(constraint, ClassRateConstraint):
+            raise ParameterError(f"constraint {constraint.spec!r}: a class's constraint (RATE[CLASS]) is for three or "
+                                 f"more classes; with two, bound tpr, tnr or precision of the positive class "
+                                 f"(e.g. 'recall>={constraint.bound:g}')")
+
+
+def class_constrained(measure: Measure, classes: Any) -> Measure:
+    """``measure``'s objective subject to its per-class constraints (:class:`ClassRateConstraint`),
+    each resolved to its class's position among ``classes`` (their text: ``label_text``);
+    ``measure`` unchanged when it has none. A class not among them, or a constraint that names no
+    class (K classes have no one positive class), is a one-line ParameterError."""
+    from calopt.io.labels import label_text
+
+    if not isinstance(measure, ConstrainedMeasure):
+        return measure
+    texts = [label_text(c) for c in classes]
+    resolved = []
+    for constraint in measure.constraints:
+        if not isinstance(constraint, ClassRateConstraint):
+            raise ParameterError(f"constraint {constraint.spec!r}: with {len(texts)} classes name the class, "
+                                 f"e.g. '{constraint.spec.split('>')[0].split('<')[0].strip()}[{texts[-1]}]"
+                                 f"{'>=' if constraint.lower else '<='}{constraint.bound:g}'")
+        if constraint.label not in texts:
+            raise ParameterError(f"constraint {constraint.spec!r}: no class {constraint.label!r} in the training "
+                                 f"labels ({', '.join(texts[:10])}{', ...' if len(texts) > 10 else ''})")
+        resolved.append(dataclasses.replace(constraint, code=texts.index(constraint.label)))
+    return ClassConstrainedMeasure(objective=measure.objective, constraints=tuple(resolved))
 
 
 def constrain(measure: Measure, constraints: Any) -> Measure:

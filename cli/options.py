@@ -106,7 +106,9 @@ ConstraintOpt = Annotated[
         "precision, predicted-positive-rate, accuracy ('precision>=0.9', 'fpr<=0.01'). The measure is "
         "maximised subject to them; the threshold is the best feasible one on held-out rows, carried to the "
         "final model by its positive share (among thresholds feasible on the training rows too). "
-        "-a constrained trains by the Lagrangian primal-dual solver, the default by the plug-in route.",
+        "-a constrained trains by the Lagrangian primal-dual solver, the default by the plug-in route. "
+        "On three or more classes name the class: 'recall[fraud]>=0.8' or 'precision[CLASS]<=B' bounds that "
+        "class's rate for the decision rule.",
     ),
 ]
 

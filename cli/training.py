@@ -284,15 +284,25 @@ def _warn(model: Any, report: RunReport) -> None:
     for entry in constrained:
         if not entry["satisfied"]:
             typer.echo(f"calopt: warning: {unmet_message(entry)}", err=True)
+    decision = getattr(model.fit_report, "decision", None)
+    for entry in (decision.constraints or ()) if decision is not None else ():
+        if not entry["satisfied"]:
+            typer.echo(f"calopt: warning: constraint {entry['constraint']!r} is not met on the out-of-fold "
+                       f"probabilities ({entry['value']:.4f}): no rule of per-class weights reached it there; "
+                       f"the rule is the closest to it", err=True)
 
 
 def decision_text(decision: Any) -> str:
     """One line on a multiclass model's rule: where it was chosen, its held-out value against the argmax's."""
     kind = "randomised rule (Frank-Wolfe mixture)" if decision.rule == "randomised" else "decision rule (gain matrix)"
     rows = f" of a class-weighted sample of {decision.rows:,} rows" if decision.rows else ""
-    return (f"{kind} for {decision.measure}, chosen on {decision.folds}-fold out-of-fold probabilities{rows}: "
-            f"held-out {decision.held_out:.4f} against the argmax's {decision.argmax:.4f} "
-            f"(Frank-Wolfe gap {decision.gap:.2g})")
+    text = (f"{kind} for {decision.measure}, chosen on {decision.folds}-fold out-of-fold probabilities{rows}: "
+            f"held-out {decision.held_out:.4f} against the argmax's {decision.argmax:.4f}")
+    if decision.constraints:  # per-class constraints: each one there, at the rule and at the argmax
+        return text + "; " + "; ".join(
+            f"{entry['constraint']}: {entry['value']:.4f} ({'met' if entry['satisfied'] else 'NOT met'}; the argmax's "
+            f"{entry['argmax']:.4f})" for entry in decision.constraints)
+    return text + f" (Frank-Wolfe gap {decision.gap:.2g})"
 
 
 def run_train(read: TrainData, settings: TrainSettings, outputs: TrainOutputs) -> None:
@@ -426,7 +436,7 @@ def train(
     -m gmean is the G-mean of the per-class recalls, -m f1 the macro F1, -m accuracy keeps
     the argmax; another --algorithm trains one class against the rest at a time and
     predicts the argmax), reported by the measure, per-class recall and precision, and
-    top-1 and top-5 accuracy. Rate constraints are for two classes. With --stream or --dask the algorithm is the measure's own
+    top-1 and top-5 accuracy; -c "recall[CLASS]>=B" (or precision) bounds one class's rate. With --stream or --dask the algorithm is the measure's own
     solver unless given (concave: spade, pseudo-linear: stamp). Without DATA, trains on
     the embedded a9a and tests on its test split.
 

@@ -379,7 +379,7 @@ def test_cli_names_the_constrained_objective_and_warns_of_held_out_infeasibility
 
 def test_constraints_refuse_multiclass_and_plain_solvers():
     X = np.random.default_rng(0).normal(size=(90, 2))
-    with pytest.raises(ParameterError, match="not supported for K classes"):
+    with pytest.raises(ParameterError, match="with 3 classes name the class"):
         calopt.fit(X, np.arange(90) % 3, constraints=["precision>=0.5"])
     with pytest.raises(ParameterError, match="constrained"):
         calopt.fit(X, np.arange(90) % 2, measure="gmean", algorithm="spade", constraints=["precision>=0.5"])

@@ -264,3 +264,32 @@ def test_the_rule_is_a_coordinate_wise_best_by_plain_loops(spec):
     assert np.count_nonzero(rule.gains - np.diag(np.diagonal(rule.gains))) == 0  # per-class weights
     for j in range(5):
         assert _best_scale_by_plain_loops(spec, proba, codes, rule.gains, j) <= rule.value + 1e-12
+
+
+def test_a_class_constraint_s_rule_is_feasible_and_beats_the_one_weight_fix_by_plain_loops():
+    """G-mean subject to recall[smallest] ≥ 0.85 on calibrated long-tailed probabilities: the chosen
+    per-class weights meet the constraint (recall counted row by row) and reach at least the G-mean
+    of the simplest feasible rule, the argmax with only that class's weight raised to the smallest
+    scale that meets it (found by trying every break point in a plain loop)."""
+    from calopt.constraints import class_constrained, constrain
+
+    proba, codes = _long_tailed(1500, 4, seed=21)
+    measure = class_constrained(constrain(get_measure("gmean"), "recall[3]>=0.85"), [0, 1, 2, 3])
+    rule = choose_rule(proba, codes, measure)
+    predicted = np.argmax(proba * np.diagonal(rule.gains), axis=1)
+
+    def recall(pred, c):
+        return sum(1 for p, t in zip(pred, codes) if t == c and p == c) / sum(1 for t in codes if t == c)
+
+    assert recall(np.argmax(proba, axis=1), 3) < 0.85  # the argmax misses it
+    assert recall(predicted, 3) >= 0.85
+    others = np.max(proba[:, :3], axis=1)
+    best_fix = None
+    for scale in sorted(others[i] / proba[i, 3] * (1 + 1e-12) for i in range(codes.size)):
+        weights = np.array([1.0, 1.0, 1.0, scale])
+        fixed = np.argmax(proba * weights, axis=1)
+        if recall(fixed, 3) >= 0.85:
+            best_fix = _measure_of("gmean", codes, fixed, 4)
+            break
+    assert best_fix is not None
+    assert _measure_of("gmean", codes, predicted, 4) >= best_fix - 1e-12

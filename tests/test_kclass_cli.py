@@ -110,8 +110,9 @@ def test_compare_on_k_classes_scores_each_method_by_the_k_class_measure(files):
 
 
 @pytest.mark.parametrize("constraint, message", [
-    ("recall[eel]>=0.8", "per-class rate constraints (RATE[CLASS]) are not supported yet"),
-    ("recall>=0.8", "rate constraints are not supported for K classes yet"),
+    ("recall[emu]>=0.8", "no class 'emu' in the training labels (ant, "),
+    ("recall>=0.8", "name the class, e.g. 'recall["),
+    ("fpr[eel]<=0.1", "a class's constraint bounds its recall or precision, not 'fpr'"),
 ])
 def test_constraints_on_k_classes_are_one_line_and_exit_2(files, tmp_path, constraint, message):
     folder, _ = files
@@ -122,3 +123,21 @@ def test_constraints_on_k_classes_are_one_line_and_exit_2(files, tmp_path, const
     assert message in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert not model.exists()
+
+
+def test_a_class_s_recall_constraint_is_met_by_the_rule_and_reported(files):
+    """``-c "recall[eel]>=0.9"``: the rule is chosen under it; the line under the table and --json's
+    ``decision.constraints`` give its value on the out-of-fold probabilities (met) beside the argmax's,
+    and the test rows' recall of eel (counted here from --json's per-class recalls) is near it."""
+    folder, _ = files
+    args = ["train", str(folder / "train.csv"), "--test", str(folder / "test.csv"), "-m", "gmean"]
+    plain = _json(runner.invoke(app, [*args, "--json"]))
+    out = _json(runner.invoke(app, [*args, "-c", "recall[eel]>=0.9", "--json"]))
+    (entry,) = out["decision"]["constraints"]
+    assert entry["constraint"] == "recall[eel]>=0.9" and entry["satisfied"] and entry["value"] >= 0.9
+    assert entry["argmax"] < 0.9
+    recall = out["test"]["recall"]
+    before = plain["test"]["recall"]
+    assert recall["eel"] >= 0.8 and recall["eel"] > before["eel"]
+    text = runner.invoke(app, [*args, "-c", "recall[eel]>=0.9"])
+    assert text.exit_code == 0 and "recall[eel]>=0.9: " in text.output and "(met; the argmax's" in text.output

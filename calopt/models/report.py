@@ -231,6 +231,9 @@ class DecisionReport(_Part):
     iterations: int | None = None  #: Frank-Wolfe iterations
     #: the training rows the rule was chosen on, where a sample of them (None: every row)
     rows: int | None = None
+    #: per-class rate constraints the rule was chosen under: each one's ``constraint`` (its text),
+    #: ``value`` on the out-of-fold probabilities and whether it was ``satisfied`` there
+    constraints: tuple[Mapping[str, Any], ...] | None = None
 
     KEY: ClassVar[str] = "decision"
 

@@ -34,9 +34,9 @@ from calopt import registry
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, device, get_backend, is_sparse, namespace, to_numpy
 from calopt.components import parse_spec
-from calopt.errors import CaloptError
-from calopt.constraints import unmet_message
-from calopt.io.labels import json_label, show_label
+from calopt.errors import CaloptError, ParameterError
+from calopt.constraints import ClassRateConstraint, parse_constraints, unmet_message
+from calopt.io.labels import json_label, label_text, show_label
 from calopt.io.stream import is_chunked
 from calopt.models.linear import LinearModel, Model
 from calopt.models.report import FitReport, PartialFitReport
@@ -234,7 +234,8 @@ class CaloptClassifier(ClassifierMixin, BaseEstimator):
             positive = self.classes_[1] if tie else self.pos_label
             model = fit(X, _plain(self.classes_)[codes], **options, positive=positive, seed=_seed(self.random_state),
                         sample_weight=weight)
-        else:
+        else:  # the classes as codes: a per-class constraint's class is named by its code
+            options["constraints"] = _class_codes(options.get("constraints"), self.classes_)
             model = fit(X, codes, **options, seed=_seed(self.random_state), sample_weight=weight)
         for entry in model.fit_report.constraints or ():
             if not entry["satisfied"]:
@@ -619,6 +620,22 @@ def _backend_like(X: Any) -> Backend:
     if is_sparse(X):
         return get_backend("numpy", dtype=np.dtype(X.dtype).name)
     return backend_of(X)
+
+
+def _class_codes(constraints: Any, classes: np.ndarray) -> Any:
+    """Per-class constraints (``"recall[fraud]>=0.8"``) with each class named by its position in
+    ``classes`` (what :meth:`CaloptClassifier.fit` trains on), the others as given; a class not
+    among them is a one-line ParameterError naming the classes."""
+    parsed = parse_constraints(constraints)
+    if not any(isinstance(c, ClassRateConstraint) for c in parsed):
+        return constraints
+    texts = [label_text(json_label(c)) for c in classes]
+    for constraint in parsed:
+        if isinstance(constraint, ClassRateConstraint) and constraint.label not in texts:
+            raise ParameterError(f"constraint {constraint.spec!r}: no class {constraint.label!r} in y "
+                                 f"({', '.join(texts[:10])}{', ...' if len(texts) > 10 else ''})")
+    return [dataclasses.replace(c, label=str(texts.index(c.label))) if isinstance(c, ClassRateConstraint) else c
+            for c in parsed]
 
 
 def _require_two_classes(classes: np.ndarray) -> None:

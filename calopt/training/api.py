@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from calopt.backends import to_numpy
-from calopt.constraints import parse_constraints
+from calopt.constraints import class_constrained, constrain, parse_constraints
 from calopt.errors import ParameterError
 from calopt.io.labels import label_values
 from calopt.io.stream import BUFFER_ROWS
@@ -195,13 +195,24 @@ def fit(
                                  f"{count} (their threshold is deterministic)")
         plan = FitPlan.resolve(constraints=constraints, patience=patience, max_epochs=max_epochs, **options)
         return named(X, on_present_columns(fit_binary, X, labels, plan, positive=positive, **in_memory))
-    if parse_constraints(constraints):
-        raise ParameterError(f"rate constraints are not supported for K classes yet; the training labels have "
-                             f"{count} classes")
+    if parse_constraints(constraints):  # checked against the classes before training
+        if randomised:
+            raise ParameterError("randomised=True (--randomised) with rate constraints: the Frank-Wolfe mixture is "
+                                 "not chosen under them; the deterministic rule is")
+        from calopt.registry import get_measure
+
+        class_constrained(constrain(get_measure(options.get("measure") or "f1"), constraints), np.unique(labels))
     if positive is not None:
         raise ParameterError(f"positive={positive!r}: a positive class is for two-class labels; "
                              f"the training labels have {count} classes")
     del options["tune_threshold"]  # each class's threshold is tuned: it centres the class's scores
+    if parse_constraints(constraints):  # the multinomial model's decision rule meets them
+        plan = FitPlan.resolve(task="multiclass", constraints=constraints, patience=patience, max_epochs=max_epochs,
+                               **options)
+        if plan.components.algorithm.name != "multinomial":
+            raise ParameterError(f"rate constraints on K classes are met by the decision rule of the multinomial "
+                                 f"model; algorithm {plan.components.algorithm.name!r} keeps the argmax of its scores")
+        return named(X, on_present_columns(fit_multiclass_arrays, X, labels, plan, **in_memory))
     return named(X, fit_multiclass(X, labels, patience=patience, max_epochs=max_epochs, randomised=randomised,
                                    **options, **in_memory))
 

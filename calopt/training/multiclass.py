@@ -37,9 +37,10 @@ from typing import Any
 import numpy as np
 
 from calopt.backends import is_sparse, lbfgs_direction, to_numpy
+from calopt.constraints import ClassConstrainedMeasure
 from calopt.measures import Measure
 from calopt.models.report import DecisionReport
-from calopt.models.rule import softmax
+from calopt.models.rule import gain_predictions, softmax
 from calopt.training.decision import ITERATIONS, choose_rule
 from calopt.training.selection import stratified_folds
 
@@ -233,12 +234,31 @@ def choose_decision(X: Any, codes: np.ndarray, weight: np.ndarray | None, w: np.
     proba = out_of_fold_proba(X, codes, weight, w, b, float(algorithm.C), fold)
     rule = choose_rule(proba, codes, measure, sample_weight=weight,
                        iterations=ITERATIONS if randomised else CERTIFICATE_ITERATIONS)
+    held_out, argmax, mixture, gap, constraints = (rule.mixture_value if randomised else rule.value,
+                                                   rule.argmax_value, rule.mixture_value, rule.gap, None)
+    if isinstance(measure, ClassConstrainedMeasure):
+        # the objective's values (the search's are −1 − violation where a constraint fails) and each
+        # constraint at the rule and at the argmax, on the out-of-fold rows; the Frank-Wolfe mixture is
+        # not chosen under the constraints (no certificate)
+        mass = np.ones(codes.size) if weight is None else np.asarray(weight, dtype=np.float64)
+
+        def counts(predicted: np.ndarray) -> tuple[np.ndarray, ...]:
+            hit = predicted == codes
+            true = np.bincount(codes, weights=mass, minlength=K)
+            tp = np.bincount(codes[hit], weights=mass[hit], minlength=K)
+            fp = np.bincount(predicted, weights=mass, minlength=K) - tp
+            return tp, fp, mass.sum() - true - fp, true - tp
+
+        at_rule, at_argmax = counts(gain_predictions(proba, np.asarray(rule.gains))), counts(np.argmax(proba, axis=1))
+        held_out = float(measure.objective.from_class_counts(*at_rule, xp=np))
+        argmax = float(measure.objective.from_class_counts(*at_argmax, xp=np))
+        mixture = gap = None
+        constraints = tuple({**entry, "argmax": other["value"]}
+                            for entry, other in zip(measure.report(*at_rule), measure.report(*at_argmax)))
     report = DecisionReport(rule="randomised" if randomised else "gain matrix", measure=measure.spec,
                             folds=int(fold.max()) + 1, fold_passes=FOLD_PASSES,
-                            rows=None if index is None else int(index.size),
-                            held_out=rule.mixture_value if randomised else rule.value,
-                            argmax=rule.argmax_value, mixture=rule.mixture_value, gap=rule.gap,
-                            iterations=rule.iterations)
+                            rows=None if index is None else int(index.size), held_out=held_out, argmax=argmax,
+                            mixture=mixture, gap=gap, iterations=rule.iterations, constraints=constraints)
     if randomised:
         weights, gains = rule.mixture_arrays()
         return {"mixture_weights": weights, "mixture_gains": gains}, report

@@ -39,7 +39,7 @@ import scipy.sparse
 from calopt.algorithms import Algorithm, Problem
 from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
 from calopt.backends import device, namespace
-from calopt.constraints import ConstrainedMeasure, RateConstraint, RateObjective, parse_constraint
+from calopt.constraints import ConstrainedMeasure, RateConstraint, RateObjective, class_constrained, no_class_constraints, parse_constraint
 from calopt.constraints import held_out_unmet_message, unmet_message
 from calopt.errors import DataError, ModelFileError, ParameterError, TrainingError, TrainingInterrupted
 from calopt.io.labels import encode_among, encode_binary, encode_like, encode_multiclass, json_label, label_text
@@ -457,6 +457,7 @@ def fit_binary(X: Any, labels: np.ndarray, plan: FitPlan, *, positive: Any = Non
                eval_set: tuple[Any, Any] | None = None) -> LinearModel:
     """The plan on two-class arrays (``labels`` as read): labels ±1, the rule for the data, the
     features prepared on the backend, then :func:`_fit_binary`."""
+    no_class_constraints(plan.measure)
     y_pm, classes = encode_binary(labels, positive=positive, source="training labels")
     resolved = resolve_backend(X, backend, dtype, device)
     if X.shape[0] != y_pm.shape[0]:
@@ -743,7 +744,7 @@ def _train_together(data: Prepared, codes: np.ndarray, classes: tuple[Any, ...],
                        sample=getattr(trained.reader, "sample", None))
     deciding = time.perf_counter()
     rule, decision = choose_decision(data.X, codes, data.weight, trained.w, trained.b,
-                                     measure=getattr(plan.measure, "objective", plan.measure),
+                                     measure=class_constrained(plan.measure, classes),
                                      algorithm=trained.algorithm, seed=plan.seed, randomised=randomised)
     intercept = trained.b if shift is None else trained.b - shift @ trained.w
     return plan.model(trained.w / data.scale[:, None], intercept, classes, report.replace(decision=decision),
