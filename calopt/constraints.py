@@ -301,9 +301,10 @@ def class_constrained(measure: Measure, classes: Any) -> Measure:
     resolved = []
     for constraint in measure.constraints:
         if not isinstance(constraint, ClassRateConstraint):
+            rate = "precision" if constraint.rate == "precision" else "recall"
             raise ParameterError(f"constraint {constraint.spec!r}: with {len(texts)} classes name the class, "
-                                 f"e.g. '{constraint.spec.split('>')[0].split('<')[0].strip()}[{texts[-1]}]"
-                                 f"{'>=' if constraint.lower else '<='}{constraint.bound:g}'")
+                                 f"e.g. '{rate}[{texts[-1]}]{'>=' if constraint.lower else '<='}{constraint.bound:g}' "
+                                 f"(a class's recall or precision)")
         if constraint.label not in texts:
             raise ParameterError(f"constraint {constraint.spec!r}: no class {constraint.label!r} in the training "
                                  f"labels ({', '.join(texts[:10])}{', ...' if len(texts) > 10 else ''})")
