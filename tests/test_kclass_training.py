@@ -159,6 +159,9 @@ def test_constraints_on_k_classes_name_a_class_of_the_labels():
         calopt.fit(X, y, measure="gmean", algorithm="slnd", constraints="recall[3]>=0.8")
     with pytest.raises(ParameterError, match="randomised"):
         calopt.fit(X, y, measure="gmean", randomised=True, constraints="recall[3]>=0.8")
+    one = np.append(y, 4)  # a class of one row keeps the argmax: its constraints are not dropped silently
+    with pytest.raises(ParameterError, match="need the decision rule, which this model cannot have: a class has"):
+        calopt.fit(np.vstack([X, X[:1]]), one, measure="gmean", constraints="recall[3]>=0.8")
 
 
 def test_a_class_s_recall_constraint_holds_on_new_rows():

@@ -38,6 +38,7 @@ import numpy as np
 
 from calopt.backends import is_sparse, lbfgs_direction, to_numpy
 from calopt.constraints import ClassConstrainedMeasure
+from calopt.errors import ParameterError
 from calopt.measures import Measure
 from calopt.models.report import DecisionReport
 from calopt.models.rule import gain_predictions, softmax
@@ -230,6 +231,9 @@ def choose_decision(X: Any, codes: np.ndarray, weight: np.ndarray | None, w: np.
     if reason is None and fold is None:
         reason = "a class has fewer than two training rows: no out-of-fold probabilities"
     if reason is not None:
+        if isinstance(measure, ClassConstrainedMeasure):  # never kept silently: the argmax ignores them
+            raise ParameterError(f"the rate constraints ({', '.join(c.spec for c in measure.constraints)}) need "
+                                 f"the decision rule, which this model cannot have: {reason}")
         return {}, DecisionReport(rule="argmax", measure=measure.spec, reason=reason)
     proba = out_of_fold_proba(X, codes, weight, w, b, float(algorithm.C), fold)
     rule = choose_rule(proba, codes, measure, sample_weight=weight,
