@@ -186,16 +186,10 @@ def parse_constraints(specs: Any) -> tuple[RateConstraint, ...]:
 
 
 @dataclasses.dataclass(frozen=True)
-class ConstrainedMeasure(Measure):
-    """A measure maximised subject to rate constraints (family ``"constrained"``).
+class _Subject(Measure):
+    """An ``objective`` measure and the ``constraints`` it is subject to (their spec and no params
+    of its own): what :class:`ConstrainedMeasure` and :class:`ClassConstrainedMeasure` share."""
 
-    Its value on counts is the objective's where every constraint holds, else
-    ``−1 − Σ violations``: below every feasible value (measures lie in [0, 1]) and greater
-    the closer to feasible, so a threshold search keeps the best feasible threshold or,
-    when none is feasible, the one closest to feasible.
-    """
-
-    name: ClassVar[str] = "constrained"
     family: ClassVar[str] = "constrained"
     objective: Measure = None
     constraints: tuple[RateConstraint, ...] = ()
@@ -207,6 +201,19 @@ class ConstrainedMeasure(Measure):
     @property
     def params(self) -> dict[str, Any]:
         return {}
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstrainedMeasure(_Subject):
+    """A measure maximised subject to rate constraints (family ``"constrained"``).
+
+    Its value on counts is the objective's where every constraint holds, else
+    ``−1 − Σ violations``: below every feasible value (measures lie in [0, 1]) and greater
+    the closer to feasible, so a threshold search keeps the best feasible threshold or,
+    when none is feasible, the one closest to feasible.
+    """
+
+    name: ClassVar[str] = "constrained"
 
     def violation(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
         """The total violation of the constraints at these counts (0 where every one holds)."""
@@ -229,24 +236,13 @@ class ConstrainedMeasure(Measure):
 
 
 @dataclasses.dataclass(frozen=True)
-class ClassConstrainedMeasure(Measure):
-    """A K-class measure maximised subject to per-class rate constraints: its value on per-class
-    counts is the objective's where every constraint holds, else ``−1 − Σ violations`` (as
-    :class:`ConstrainedMeasure`'s), so the decision rule's search keeps the best feasible rule,
-    or the one closest to feasible when none is."""
+class ClassConstrainedMeasure(_Subject):
+    """A K-class measure maximised subject to per-class rate constraints (:class:`ClassRateConstraint`,
+    resolved to their classes): its value on per-class counts is the objective's where every
+    constraint holds, else ``−1 − Σ violations`` (as :class:`ConstrainedMeasure`'s), so the
+    decision rule's search keeps the best feasible rule, or the one closest to feasible when none is."""
 
     name: ClassVar[str] = "class-constrained"
-    family: ClassVar[str] = "constrained"
-    objective: Measure = None
-    constraints: tuple[ClassRateConstraint, ...] = ()
-
-    @property
-    def spec(self) -> str:
-        return f"{self.objective.spec} subject to {', '.join(c.spec for c in self.constraints)}"
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return {}
 
     @property
     def multiclass(self) -> Any:  # type: ignore[override]
