@@ -195,7 +195,8 @@ def fit(
                                  f"{count} (their threshold is deterministic)")
         plan = FitPlan.resolve(constraints=constraints, patience=patience, max_epochs=max_epochs, **options)
         return named(X, on_present_columns(fit_binary, X, labels, plan, positive=positive, **in_memory))
-    if parse_constraints(constraints):  # checked against the classes before training
+    constrained = bool(parse_constraints(constraints))
+    if constrained:  # checked against the classes before training
         if randomised:
             raise ParameterError("randomised=True (--randomised) with rate constraints: the Frank-Wolfe mixture is "
                                  "not chosen under them; the deterministic rule is")
@@ -206,7 +207,7 @@ def fit(
         raise ParameterError(f"positive={positive!r}: a positive class is for two-class labels; "
                              f"the training labels have {count} classes")
     del options["tune_threshold"]  # each class's threshold is tuned: it centres the class's scores
-    if parse_constraints(constraints):  # the multinomial model's decision rule meets them
+    if constrained:  # the multinomial model's decision rule meets them
         plan = FitPlan.resolve(task="multiclass", constraints=constraints, patience=patience, max_epochs=max_epochs,
                                **options)
         if plan.components.algorithm.name != "multinomial":
