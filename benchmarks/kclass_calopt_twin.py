@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
         if not cells:
             continue
 
-        def margin(other: str, twin: bool) -> float:
+        def margin(other: str, twin: bool, cells: list = cells) -> float:
             return mean((t if twin else c["calopt"]["value"]) - c[other]["value"] for c, t in cells)
 
         spread = pstdev([t - c["calopt"]["value"] for c, t in cells])
