@@ -36,6 +36,7 @@ __all__ = [
     "ConcaveMeasure",
     "Measure",
     "PseudoLinearMeasure",
+    "class_counts",
     "confusion_counts",
     "confusion_matrix",
     "has_class_count_form",
@@ -86,7 +87,7 @@ def confusion_matrix(y_true: Array, y_pred: Array, n_classes: int, *, xp: Any, d
     return xp.matmul(xp.permute_dims(true, (1, 0)), predicted)
 
 
-def _class_counts(matrix: Array, *, xp: Any) -> tuple[Array, Array, Array, Array]:
+def class_counts(matrix: Array, *, xp: Any) -> tuple[Array, Array, Array, Array]:
     """Per class, one against the rest: (TP, FP, TN, FN) as (..., K) arrays of (..., K, K) matrices."""
     K = matrix.shape[-1]
     eye = xp.eye(K, dtype=matrix.dtype, device=getattr(matrix, "device", None))
@@ -162,7 +163,7 @@ class Measure(Component):
     def from_classes(self, matrix: Array, *, xp: Any) -> Array:
         """The measure of K > 2 classes from their confusion matrix (measures with ``multiclass``):
         :meth:`from_class_counts` of its one-vs-rest counts, unless a measure defines its own."""
-        return self.from_class_counts(*_class_counts(matrix, xp=xp), xp=xp)
+        return self.from_class_counts(*class_counts(matrix, xp=xp), xp=xp)
 
     def from_class_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
         """The measure of K > 2 classes from each class's counts against the rest ((..., K) arrays:

@@ -239,18 +239,18 @@ def test_the_count_gradient_is_the_full_forward_difference_one(spec, K):
     """Frank-Wolfe's gradient from 3K + 1 count vectors against K² + 1 forward differences of the
     measure of confusion matrices, and its weights give ⟨G, C' − C⟩ for a confusion matrix C' with the
     same class counts."""
-    from calopt.measures import _class_counts
+    from calopt.measures import class_counts
     from calopt.training.decision import _count_gradient, _gradient
 
     rng = np.random.default_rng(K)
     C = rng.integers(1, 40, size=(K, K)).astype(float)
-    tp, fp, _, fn = _class_counts(C, xp=np)
+    tp, fp, _, fn = class_counts(C, xp=np)
     G, W = _count_gradient(get_measure(spec), tp, tp + fp, tp + fn)
     full = _gradient(get_measure(spec), C)
     np.testing.assert_allclose(G, full, atol=1e-4 * max(np.max(np.abs(full)), 1e-9))
     other = rng.integers(1, 40, size=(K, K)).astype(float)
     other *= (C.sum(axis=1) / other.sum(axis=1))[:, None]  # the same rows of each class
-    tp2, fp2, _, _ = _class_counts(other, xp=np)
+    tp2, fp2, _, _ = class_counts(other, xp=np)
     assert np.sum(W * (np.stack([tp2, tp2 + fp2]) - np.stack([tp, tp + fp]))) == pytest.approx(
         np.sum(G * (other - C)), rel=1e-9, abs=1e-12)
 

@@ -39,7 +39,7 @@ import numpy as np
 from calopt.backends import is_sparse, lbfgs_direction, put_slot_where, to_numpy
 from calopt.constraints import ClassConstrainedMeasure
 from calopt.errors import ParameterError
-from calopt.measures import Measure
+from calopt.measures import Measure, class_counts, confusion_matrix
 from calopt.models.report import DecisionReport
 from calopt.models.rule import gain_predictions, softmax
 from calopt.training.decision import ITERATIONS, choose_rule
@@ -249,14 +249,8 @@ def choose_decision(X: Any, codes: np.ndarray, weight: np.ndarray | None, w: np.
         # the objective's values (the search's are −1 − violation where a constraint fails) and each
         # constraint at the rule and at the argmax, on the out-of-fold rows; the Frank-Wolfe mixture is
         # not chosen under the constraints (no certificate)
-        mass = np.ones(codes.size) if weight is None else np.asarray(weight, dtype=np.float64)
-
         def counts(predicted: np.ndarray) -> tuple[np.ndarray, ...]:
-            hit = predicted == codes
-            true = np.bincount(codes, weights=mass, minlength=K)
-            tp = np.bincount(codes[hit], weights=mass[hit], minlength=K)
-            fp = np.bincount(predicted, weights=mass, minlength=K) - tp
-            return tp, fp, mass.sum() - true - fp, true - tp
+            return class_counts(confusion_matrix(codes, predicted, K, xp=np, weight=weight), xp=np)
 
         at_rule, at_argmax = counts(gain_predictions(proba, np.asarray(rule.gains))), counts(np.argmax(proba, axis=1))
         held_out = float(measure.objective.from_class_counts(*at_rule, xp=np))

@@ -51,7 +51,7 @@ from calopt.training.loop import NONFINITE, EpochRecord, LoopResult
 from calopt.training.multiclass import choose_decision, skip_reason
 from calopt.training.plan import DEFAULT_EPOCHS, FitPlan, RunControl, default_batch_size
 from calopt.training.rowspace import RowSpace
-from calopt.training.sampling import RowSample, sample_size
+from calopt.training.sampling import RowSample, sample_size, smaller_class
 from calopt.training.selection import (
     CV_ROWS,
     HOLDOUT,
@@ -521,7 +521,7 @@ def _row_sample(X: Any, y_pm: np.ndarray, plan: FitPlan, weight: np.ndarray | No
         return None
     if any(not foldable(algorithm) for algorithm in plan.components.algorithms):
         return None
-    size = sample_size(int(y_pm.size), int(X.shape[1]), int(min(np.sum(y_pm > 0), np.sum(y_pm <= 0))))
+    size = sample_size(int(y_pm.size), int(X.shape[1]), smaller_class(y_pm)[1])
     return None if size is None else RowSample.draw(y_pm, size, plan.seed)
 
 

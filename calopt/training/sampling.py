@@ -76,7 +76,8 @@ from calopt.backends import to_numpy
 from calopt.training.selection import CV_MINORITY, stratified_split
 from calopt.training.threshold import best_cut
 
-__all__ = ["FEW_COLUMNS_ROWS", "MIN_ROWS", "RARE_KEPT", "ROWS_PER_FEATURE", "RowSample", "rare_class", "sample_size"]
+__all__ = ["FEW_COLUMNS_ROWS", "MIN_ROWS", "RARE_KEPT", "ROWS_PER_FEATURE", "RowSample", "rare_class", "sample_size",
+           "smaller_class"]
 
 #: The fewest rows of the sample where the smaller class is rare (and the regime starts at twice
 #: ``max(MIN_ROWS, ROWS_PER_FEATURE · d)`` rows).
@@ -104,6 +105,12 @@ def sample_size(n_rows: int, n_features: int, smaller: int | None = None) -> int
     return min(rows, max(FEW_COLUMNS_ROWS, ROWS_PER_FEATURE * max(int(n_features), 1), needed))
 
 
+def smaller_class(y_pm: np.ndarray) -> tuple[float, int]:
+    """The smaller class of labels ``y_pm`` (±1; of equal ones the positive) and its row count."""
+    positives, negatives = int(np.sum(y_pm > 0)), int(np.sum(y_pm < 0))
+    return (1.0, positives) if positives <= negatives else (-1.0, negatives)
+
+
 def rare_class(n_rows: int, n_features: int, smaller: int) -> bool:
     """Whether a stratified sample of ``max(MIN_ROWS, ROWS_PER_FEATURE · d)`` rows would hold fewer
     than CV_MINORITY rows of the smaller class (``smaller`` of ``n_rows``): the case-control sample's
@@ -129,7 +136,7 @@ class RowSample:
         it would hold fewer than CV_MINORITY rows of the smaller class, a case-control sample of
         as many rows (see the module's note)."""
         rest, sample = stratified_split(y_pm, rows / y_pm.size, seed)
-        small = 1.0 if np.sum(y_pm > 0) <= np.sum(y_pm < 0) else -1.0
+        small = smaller_class(y_pm)[0]
         rare = np.flatnonzero(y_pm == small)
         if np.sum(y_pm[sample] == small) >= CV_MINORITY:
             return cls(sample, rest)
@@ -144,14 +151,14 @@ class RowSample:
     @staticmethod
     def rare_rows(y_pm: np.ndarray) -> int:
         """How many rows of the smaller class of ``y_pm`` (±1) a case-control sample keeps."""
-        return min(int(RARE_KEPT * min(np.sum(y_pm > 0), np.sum(y_pm < 0))), CV_MINORITY)
+        return min(int(RARE_KEPT * smaller_class(y_pm)[1]), CV_MINORITY)
 
     @classmethod
     def case_control(cls, y_pm: np.ndarray, sample: np.ndarray) -> RowSample:
         """The case-control sample of the rows ``sample`` (increasing; drawn uniformly within each
         class): each row weighs the inverse of its class's sampling fraction (mean 1 over the
         sample), each row of the rest the inverse of its class's fraction left."""
-        small = 1.0 if np.sum(y_pm > 0) <= np.sum(y_pm < 0) else -1.0
+        small = smaller_class(y_pm)[0]
         rest = np.setdiff1d(np.arange(y_pm.size), sample, assume_unique=True)
         in_sample = y_pm[sample] == small
         kept = int(np.sum(in_sample))

@@ -58,7 +58,7 @@ from calopt.models.report import DataReading, FitReport, StreamReport
 from calopt.training.loop import NONFINITE, EpochRecord, run
 from calopt.training.pipeline import fit_rows
 from calopt.training.plan import FitPlan, check_count
-from calopt.training.sampling import RowSample, rare_class, sample_size
+from calopt.training.sampling import RowSample, rare_class, sample_size, smaller_class
 from calopt.training.selection import CV_MINORITY, TRIAL_ROWS, choose_settings
 from calopt.training.threshold import best_cut, cut_values
 
@@ -399,10 +399,10 @@ def _case_control(found: Survey, trial: np.ndarray, y_pm: np.ndarray, size: int)
     class's rows from the survey's own sample of it (``class_samples``: its rows with the smallest
     keys of their own), the other class's from the uniform sample, ``size`` rows in all; its
     features (as read, in row order) and the :class:`RowSample`. None: the uniform sample serves."""
-    small = 1.0 if np.sum(y_pm > 0) <= np.sum(y_pm < 0) else -1.0
+    small, count = smaller_class(y_pm)
     index = found.sample_index[trial]
     kept = RowSample.rare_rows(y_pm)
-    if not rare_class(y_pm.size, found.n_features, int(np.sum(y_pm == small))) or kept < 2:
+    if not rare_class(y_pm.size, found.n_features, count) or kept < 2:
         return None
     rare = next((block for block in found.class_samples if block[1].size and y_pm[block[1][0]] == small), None)
     if rare is None or rare[1].size < kept:
