@@ -193,31 +193,13 @@ def evaluate(args: argparse.Namespace) -> None:
         print(f"(base against the run's calopt cells: largest difference {gap:.2g})")
 
 
-class _ModelsObjective:
+def _ModelsObjective(X: np.ndarray, codes: np.ndarray, train: np.ndarray, K: int, C: np.ndarray) -> Any:
     """:class:`calopt.training.multiclass._FoldObjectives` of M models, each its own training rows
     (``train`` (M, n)) and its own C (``C`` (M,)): the fold models of every C at once, or the model
     on every row at one C (a refit warm-started from the C = 1 model)."""
+    from calopt.training.multiclass import _FoldObjectives
 
-    def __init__(self, X: np.ndarray, codes: np.ndarray, train: np.ndarray, K: int, C: np.ndarray):
-        from calopt.training.multiclass import _FoldObjectives
-
-        self.base = _FoldObjectives(X, codes, None, np.arange(codes.size) % 2, K, 1.0)
-        b = self.base
-        b.F, b.m = train.shape[0], train.sum(axis=1).astype(np.float64)
-        b.s = train / b.m[:, None]
-        self.C = np.asarray(C, dtype=np.float64)
-
-    def scores(self, z: np.ndarray) -> np.ndarray:
-        return self.base.scores(z)
-
-    def __call__(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        b = self.base
-        value, grad = b(z)  # with C = 1: take its penalty back out, put each model's in
-        W = b._W(z)
-        penalty = np.einsum("fdk,fdk->f", W, W) / (2 * b.m)
-        value = value - penalty + penalty / self.C
-        grad_w = grad[:, :b.d * b.K] - (W / b.m[:, None, None]).reshape(b.F, -1) * (1 - 1 / self.C)[:, None]
-        return value, np.concatenate([grad_w, grad[:, b.d * b.K:]], axis=1)
+    return _FoldObjectives(X, codes, None, None, K, np.asarray(C, dtype=np.float64), train=train)
 
 
 def c_choice_seconds(X: np.ndarray, codes: np.ndarray, w: np.ndarray, b: np.ndarray, fold: np.ndarray

@@ -299,10 +299,17 @@ def decision_text(decision: Any) -> str:
     text = (f"{kind} for {decision.measure}, chosen on {decision.folds}-fold out-of-fold probabilities{rows}: "
             f"held-out {decision.held_out:.4f} against the argmax's {decision.argmax:.4f}")
     if decision.constraints:  # per-class constraints: each one there, at the rule and at the argmax
-        return text + "; " + "; ".join(
+        text += "; " + "; ".join(
             f"{entry['constraint']}: {entry['value']:.4f} ({'met' if entry['satisfied'] else 'NOT met'}; the argmax's "
             f"{entry['argmax']:.4f})" for entry in decision.constraints)
-    return text + f" (Frank-Wolfe gap {decision.gap:.2g})"
+    else:
+        text += f" (Frank-Wolfe gap {decision.gap:.2g})"
+    if decision.C_log_loss:
+        losses = ", ".join(f"C={entry['C']:g} {entry['log_loss']:.4f}" for entry in decision.C_log_loss)
+        text += f"; C = {decision.C:g}, chosen by the out-of-fold log loss ({losses})"
+    elif decision.C_kept is not None and decision.C_kept != "given":
+        text += f"; C = {decision.C:g} kept: {decision.C_kept}"
+    return text
 
 
 def run_train(read: TrainData, settings: TrainSettings, outputs: TrainOutputs) -> None:

@@ -64,6 +64,12 @@ def test_train_gmean_reports_the_k_class_value_and_per_class_rates(files, tmp_pa
     assert "recall and precision per class" in table.stdout and "decision rule (gain matrix) for gmean" in table.stdout
     assert f"{out['test']['value']:.4f}" in table.stdout
     assert "top-1" in table.stdout and "top-5" not in table.stdout  # 5 classes: top-5 is 1 whatever is predicted
+    # the C chosen and each candidate's out-of-fold log loss, as the JSON has them, on the rule's line
+    losses = out["decision"]["C_log_loss"]
+    assert [entry["C"] for entry in losses] == [0.1, 1.0, 10.0]
+    assert out["decision"]["C"] == min(losses, key=lambda entry: entry["log_loss"])["C"]
+    line = ", ".join(f"C={entry['C']:g} {entry['log_loss']:.4f}" for entry in losses)
+    assert f"C = {out['decision']['C']:g}, chosen by the out-of-fold log loss ({line})" in " ".join(table.stdout.split())
 
 
 def test_top5_is_shown_only_beyond_five_classes(tmp_path):

@@ -316,3 +316,66 @@ def test_the_estimator_names_a_constrained_class_by_its_label():
     assert entry["constraint"] == "recall[eel]>=0.9" and entry["satisfied"] and entry["value"] >= 0.9
     with pytest.raises(ParameterError, match=r"no class 'emu' in y \(ant, bee, cat, eel\)"):
         CaloptClassifier(measure="gmean", constraints=["recall[emu]>=0.9"]).fit(X, names)
+
+
+def _fold_log_loss(X: np.ndarray, y: np.ndarray, fold: np.ndarray, C: float) -> float:
+    """The out-of-fold log loss of scikit-learn's LogisticRegression(C), fitted on each fold's other rows."""
+    proba = np.empty((y.size, int(y.max()) + 1))
+    for f in range(int(fold.max()) + 1):
+        fitted = LogisticRegression(C=C, tol=1e-10, max_iter=10_000).fit(X[fold != f], y[fold != f])
+        proba[fold == f] = fitted.predict_proba(X[fold == f])
+    return float(-np.mean(np.log(proba[np.arange(y.size), y])))
+
+
+def test_c_is_chosen_by_scikit_learns_out_of_fold_log_loss_and_the_model_is_its_logistic_regression(monkeypatch):
+    """With the fold models and the model at the chosen C run to convergence, each candidate's reported
+    log loss is that of scikit-learn's LogisticRegression(C) cross-validated on the same folds, the C
+    chosen is the smallest's, and the model's probabilities are LogisticRegression(C)'s on every row."""
+    import calopt.training.multiclass as multiclass
+    from sklearn.preprocessing import StandardScaler
+
+    monkeypatch.setattr(multiclass, "FOLD_PASSES", 800)
+    monkeypatch.setattr(multiclass, "FOLD_TOL", 1e-10)
+    X, y = _long_tailed(300, 3, seed=2)
+    X = StandardScaler().fit_transform(X)  # calopt's own standardizing then leaves the rows as they are
+    model = calopt.fit(X, y, measure="gmean", seed=0)
+    decision = model.fit_report.decision
+    fold = multiclass._folds(y, 0)
+    expected = {C: _fold_log_loss(X, y, fold, C) for C in (0.1, 1.0, 10.0)}
+    assert [entry["C"] for entry in decision.C_log_loss] == [0.1, 1.0, 10.0]
+    for entry in decision.C_log_loss:
+        assert entry["log_loss"] == pytest.approx(expected[entry["C"]], rel=1e-5)
+    assert decision.C == min(expected, key=expected.get) == 10.0 and decision.C_kept is None
+    reference = LogisticRegression(C=10.0, tol=1e-10, max_iter=10_000).fit(X, y)
+    np.testing.assert_allclose(_softmax(model.decision_function(X)), reference.predict_proba(X), atol=1e-5)
+
+
+def test_a_given_c_or_no_selection_keeps_the_c_and_the_model_of_the_run():
+    X, y = _long_tailed(300, 3, seed=2)
+    chosen = calopt.fit(X, y, measure="gmean", seed=0)
+    assert chosen.fit_report.decision.C == 10.0  # the default chooses another C here (the test above)
+    for options in ({"algorithm": "multinomial:C=1"}, {"select": "none"}):
+        kept = calopt.fit(X, y, measure="gmean", seed=0, **options)
+        decision = kept.fit_report.decision
+        assert decision.C == 1.0 and decision.C_log_loss is None and decision.C_kept == "given"
+        # the model is the run's: the argmax model of the same data (accuracy chooses no rule and no C)
+        plain = calopt.fit(X, y, measure="accuracy", seed=0)
+        np.testing.assert_array_equal(kept.coef, plain.coef)
+        np.testing.assert_array_equal(kept.intercept, plain.intercept)
+    assert not np.array_equal(chosen.coef, plain.coef)
+
+
+def test_c_is_kept_where_the_rule_works_on_a_sample_or_the_memory_would_be_large():
+    from calopt.training.multiclass import C_CHOICE_BYTES, c_kept_reason
+
+    small, wide = np.zeros((10, 100)), scipy_sparse_shape(10, 2_000_000)
+    assert c_kept_reason(small, 5, sampled=False) is None
+    assert "rule's sample" in c_kept_reason(small, 5, sampled=True)
+    reason = c_kept_reason(wide, 20, sampled=False)
+    assert "parameters a model" in reason and f"{C_CHOICE_BYTES >> 20} MiB" in reason
+
+
+def scipy_sparse_shape(n: int, d: int):
+    import scipy.sparse
+
+    return scipy.sparse.csr_matrix((n, d))

@@ -116,7 +116,8 @@ class _Part:
         for key, item in value.items():
             if key in fields and not _fits(str(fields[key]), item):
                 raise ModelFileError(f"options.{cls.KEY}.{key} is not what a model file holds there: {_shown(item)}")
-        return cls(**{key: item for key, item in value.items() if key in fields})
+        return cls(**{key: tuple(item) if isinstance(item, list) and str(fields[key]).startswith("tuple[") else item
+                      for key, item in value.items() if key in fields})
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,14 @@ class DecisionReport(_Part):
     iterations: int | None = None  #: Frank-Wolfe iterations
     #: the training rows the rule was chosen on, where a sample of them (None: every row)
     rows: int | None = None
+    #: the model's inverse regularisation strength (the multinomial objective's C), chosen by the
+    #: out-of-fold log loss unless ``C_kept`` says why not
+    C: float | None = None
+    #: each candidate C's out-of-fold log loss (``C``, ``log_loss``), where C was chosen
+    C_log_loss: tuple[Mapping[str, Any], ...] | None = None
+    #: why C was not chosen, where it was not: ``"given"`` (the user gave C, or asked for no selection)
+    #: or the size that keeps it
+    C_kept: str | None = None
     #: per-class rate constraints the rule was chosen under: each one's ``constraint`` (its text),
     #: ``value`` on the out-of-fold probabilities and whether it was ``satisfied`` there
     constraints: tuple[Mapping[str, Any], ...] | None = None

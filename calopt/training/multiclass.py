@@ -14,6 +14,16 @@ fold's optimum, not of models trained to convergence (benchmarks/bench_kclass_ru
 measured the cost and the values; running them to convergence did not choose better rules on
 the K-class benchmark's development half).
 
+The model's C is chosen among :data:`C_CANDIDATES` by the out-of-fold log loss (the probability
+model's own cross-validation, one C whatever the measure; :func:`_choose_c`): the fold models go
+on from where they stopped for :data:`FOLD_PASSES` evaluations at each other C, beside the model
+on every row at that C (from the model trained on every row at its own C), all at once; the C of
+the smallest loss gives the model and the probabilities the rule is chosen on. Each other C's fold
+models start from the own C's, not from the model on every row, which saw their held-out rows and
+would flatter the C they started at (``benchmarks/kclass_rule_ideas.py``). A C the user gave, no
+selection (``select="none"``), the rule's sample and memories beyond :data:`C_CHOICE_BYTES` keep it
+(:func:`c_kept_reason`).
+
 Beyond :data:`RULE_ROWS` training rows the fold models and the rule work on a sample of that
 many (:func:`rule_rows`): every row of a class with fewer than its share, the others drawn down
 to it, each row weighted by its class's count over its sampled count (the weighted measure is the
@@ -35,6 +45,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from calopt.backends import is_sparse, lbfgs_direction, put_slot_where, to_numpy
 from calopt.constraints import ClassConstrainedMeasure
@@ -45,8 +56,8 @@ from calopt.models.rule import gain_predictions, softmax
 from calopt.training.decision import ITERATIONS, choose_rule
 from calopt.training.selection import stratified_folds
 
-__all__ = ["CERTIFICATE_ITERATIONS", "FOLDS", "FOLD_PASSES", "RULE_ROWS", "choose_decision", "out_of_fold_proba",
-           "rule_rows", "skip_reason"]
+__all__ = ["CERTIFICATE_ITERATIONS", "C_CANDIDATES", "C_CHOICE_BYTES", "FOLDS", "FOLD_PASSES", "RULE_ROWS",
+           "c_kept_reason", "choose_decision", "out_of_fold_proba", "rule_rows", "skip_reason"]
 
 #: Folds of the cross-fitting (fewer when the smallest class has fewer rows).
 FOLDS = 5
@@ -57,6 +68,13 @@ FOLD_PASSES = 10
 CERTIFICATE_ITERATIONS = 10
 #: A fold model has converged when max |∇f| is at most this (the ``multinomial`` algorithm's tol).
 FOLD_TOL = 1e-4
+#: The inverse regularisation strengths the model's C is chosen among, by the out-of-fold log loss
+#: (the lbfgs algorithm's candidates; where the user did not give C).
+C_CANDIDATES = (0.1, 1.0, 10.0)
+#: The most memory the other C's fold models' L-BFGS pairs may take; beyond it the model keeps its C.
+C_CHOICE_BYTES = 1 << 30
+#: Pairs of each fold model's L-BFGS memory (:func:`_lbfgs`).
+_LBFGS_MEMORY = 10
 #: The most rows the fold models and the rule work on (:func:`rule_rows`).
 RULE_ROWS = 100_000
 
@@ -117,47 +135,54 @@ class _FoldObjectives:
     fold- and class-major (F, K, n), so that every reduction over the classes is a few vector
     operations over the rows."""
 
-    def __init__(self, X: Any, codes: np.ndarray, weight: np.ndarray | None, fold: np.ndarray, K: int, C: float):
-        F = int(fold.max()) + 1
-        train = fold != np.arange(F)[:, None]  # (F, n): the rows each fold model trains on
+    def __init__(self, X: Any, codes: np.ndarray, weight: np.ndarray | None, fold: np.ndarray | None, K: int,
+                 C: Any, train: np.ndarray | None = None):
+        if train is None:
+            train = fold != np.arange(int(fold.max()) + 1)[:, None]  # (F, n): the rows each fold model trains on
+        F = train.shape[0]
         s = train * (1.0 if weight is None else weight)
         self.m = train.sum(axis=1).astype(np.float64)  # rows per fold model
         # the weights of each fold's rows, mean 1 there, over its row count
         self.s = s / (s.sum(axis=1) / self.m)[:, None] / self.m[:, None]
-        self.X, self.codes, self.K, self.F, self.C = X, codes, K, F, C
+        self.codes, self.K, self.F = codes, K, F
+        self.C = np.broadcast_to(np.asarray(C, dtype=np.float64), (F,))
         self.d, self.rows = X.shape[1], np.arange(codes.size)
+        # the rows with a column of ones: a model's flat parameters are then its (d + 1, K) matrix of
+        # weights over intercepts, and one product gives scores with intercepts (and their gradient)
+        ones = np.ones((codes.size, 1))
+        self.X = scipy.sparse.hstack([X, ones], format="csr") if is_sparse(X) else np.hstack([X, ones])
 
     def _W(self, z: np.ndarray) -> np.ndarray:
         """Every fold's W as (F, d, K)."""
-        return z[:, :self.d * self.K].reshape(self.F, self.d, self.K)
+        return z[:, :self.d * self.K].reshape(z.shape[0], self.d, self.K)
 
     def scores(self, z: np.ndarray) -> np.ndarray:
         """(F, K, n): every row's scores by every fold model."""
-        F, K = self.F, self.K
-        Wt = self._W(z).transpose(0, 2, 1).reshape(F * K, self.d)
+        F, K = z.shape[0], self.K
+        Wt = z.reshape(F, self.d + 1, K).transpose(0, 2, 1).reshape(F * K, self.d + 1)
         product = np.asarray(self.X @ Wt.T).T if is_sparse(self.X) else Wt @ self.X.T
-        return product.reshape(F, K, -1) + z[:, self.d * K:, None]
+        return product.reshape(F, K, -1)
 
     def __call__(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """f (F,) and ∇f (F, d·K + K) of every fold model at z."""
-        F, K, d = self.F, self.K, self.d
+        F, K, d = z.shape[0], self.K, self.d
         scores = self.scores(z)
         scores -= np.max(scores, axis=1, keepdims=True)
         true = scores[:, self.codes, self.rows]  # (F, n)
-        residual = np.exp(scores)
+        residual = np.exp(scores, out=scores)
         total = residual.sum(axis=1)
         W = self._W(z)
         value = np.einsum("fn,fn->f", self.s, np.log(total) - true) + np.einsum("fdk,fdk->f", W, W) / (2 * self.C * self.m)
-        residual /= total[:, None, :]
-        residual[:, self.codes, self.rows] -= 1.0
-        residual *= self.s[:, None, :]
+        residual *= (self.s / total)[:, None, :]  # s·p
+        residual[:, self.codes, self.rows] -= self.s  # s·(p − onehot)
         flat = residual.reshape(F * K, -1)
-        product = np.asarray(self.X.T @ flat.T).T if is_sparse(self.X) else flat @ self.X
-        grad_w = product.reshape(F, K, d).transpose(0, 2, 1) + W / (self.C * self.m[:, None, None])
-        return value, np.concatenate([grad_w.reshape(F, d * K), residual.sum(axis=2)], axis=1)
+        product = np.asarray(self.X.T @ flat.T).T if is_sparse(self.X) else flat @ self.X  # (F·K, d + 1)
+        grad = product.reshape(F, K, d + 1).transpose(0, 2, 1).copy()
+        grad[:, :d, :] += W / (self.C * self.m)[:, None, None]
+        return value, grad.reshape(F, -1)
 
 
-def _lbfgs(objective: Any, start: np.ndarray, passes: int, tol: float, memory: int = 10) -> np.ndarray:
+def _lbfgs(objective: Any, start: np.ndarray, passes: int, tol: float, memory: int = _LBFGS_MEMORY) -> np.ndarray:
     """At most ``passes`` evaluations of ``objective`` (f (M,) and ∇f (M, p) of M independent models
     at (M, p)) by limited-memory BFGS (the two-loop recursion) with a backtracking line search on
     the Armijo condition, each model its own memory and step (the ``multinomial`` algorithm's
@@ -210,22 +235,71 @@ def out_of_fold_proba(X: Any, codes: np.ndarray, weight: np.ndarray | None, w: n
     (every fold model at once: :class:`_FoldObjectives`, :func:`_lbfgs`), or until max |∇f| ≤ ``tol``."""
     passes = FOLD_PASSES if passes is None else passes
     X = X.tocsr() if is_sparse(X) else np.asarray(to_numpy(X), dtype=np.float64)
-    K = w.shape[1]
-    objective = _FoldObjectives(X, codes, None if weight is None else np.asarray(weight, dtype=np.float64),
-                                fold, K, C)
-    start = np.tile(np.concatenate([np.asarray(w, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64)]),
-                    (objective.F, 1))
-    found = _lbfgs(objective, start, passes, tol)
-    scores = objective.scores(found)[fold, :, np.arange(codes.size)]  # (n, K): each row's own fold model
-    return softmax(scores)
+    weight = None if weight is None else np.asarray(weight, dtype=np.float64)
+    return _out_of_fold(X, codes, weight, _flat(w, b), C, fold, passes, tol)[0]
+
+
+def _flat(w: Any, b: Any) -> np.ndarray:
+    """A model's (d, K) weights and (K,) intercepts as the fold objectives' flat parameters."""
+    return np.concatenate([np.asarray(to_numpy(w), dtype=np.float64).ravel(),
+                           np.asarray(to_numpy(b), dtype=np.float64)])
+
+
+def _out_of_fold(X: Any, codes: np.ndarray, weight: np.ndarray | None, start: np.ndarray, C: float,
+                 fold: np.ndarray, passes: int, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`out_of_fold_proba` from one model's flat parameters ``start``: the probabilities and
+    the fold models found (F, d·K + K)."""
+    F = int(fold.max()) + 1
+    objective = _FoldObjectives(X, codes, weight, fold, start.size // (X.shape[1] + 1), C)
+    found = _lbfgs(objective, np.tile(start, (F, 1)), passes, tol)
+    return softmax(objective.scores(found)[fold, :, np.arange(codes.size)]), found
+
+
+def _log_loss(proba: np.ndarray, codes: np.ndarray, weight: np.ndarray | None) -> float:
+    """The (weighted) mean of −log p(true class) over the rows."""
+    return float(-np.average(np.log(np.maximum(proba[np.arange(codes.size), codes], 1e-300)), weights=weight))
+
+
+def c_kept_reason(X: Any, K: int, sampled: bool) -> str | None:
+    """Why the model keeps its C rather than having it chosen (None: it is chosen)."""
+    if sampled:
+        return f"more than {RULE_ROWS:,} training rows (the rule's sample)"
+    parameters = (X.shape[1] + 1) * K
+    if 2 * _LBFGS_MEMORY * (len(C_CANDIDATES) - 1) * (FOLDS + 1) * parameters * 8 > C_CHOICE_BYTES:
+        return f"{parameters:,} parameters a model: the other C's L-BFGS memories would pass {C_CHOICE_BYTES >> 20} MiB"
+    return None
+
+
+def _choose_c(X: Any, codes: np.ndarray, weight: np.ndarray | None, start: np.ndarray, C: float, fold: np.ndarray,
+              proba: np.ndarray, found: np.ndarray) -> tuple[float, np.ndarray, np.ndarray | None, tuple]:
+    """C of :data:`C_CANDIDATES` by the out-of-fold log loss (ties: the model's own ``C``). The fold
+    models at ``C`` (``found``, their probabilities ``proba``) go on for :data:`FOLD_PASSES` evaluations
+    at each other C, and beside them the model ``start`` on every row at that C: all at once.
+    Returns the C, its out-of-fold probabilities, its model's flat parameters (None: ``start``'s)
+    and each candidate's log loss."""
+    F, others = int(fold.max()) + 1, [c for c in C_CANDIDATES if c != C]
+    train = np.concatenate([np.tile(fold != np.arange(F)[:, None], (len(others), 1)),
+                            np.ones((len(others), codes.size), dtype=bool)])
+    objective = _FoldObjectives(X, codes, weight, None, start.size // (X.shape[1] + 1),
+                                np.concatenate([np.repeat(others, F), others]), train=train)
+    z = _lbfgs(objective, np.concatenate([np.tile(found, (len(others), 1)), np.tile(start, (len(others), 1))]),
+               FOLD_PASSES, FOLD_TOL)
+    scores = objective.scores(z[:F * len(others)])
+    candidates = {C: (proba, None)}
+    for i, other in enumerate(others):
+        candidates[other] = (softmax(scores[i * F + fold, :, np.arange(codes.size)]), z[F * len(others) + i])
+    losses = {c: _log_loss(p, codes, weight) for c, (p, _) in candidates.items()}
+    chosen = min(losses, key=lambda c: (losses[c], c != C))
+    return chosen, *candidates[chosen], tuple({"C": c, "log_loss": losses[c]} for c in sorted(losses))
 
 
 def choose_decision(X: Any, codes: np.ndarray, weight: np.ndarray | None, w: np.ndarray, b: np.ndarray, *,
-                    measure: Measure, algorithm: Any, seed: int, randomised: bool = False
-                    ) -> tuple[dict[str, np.ndarray], DecisionReport]:
+                    measure: Measure, algorithm: Any, seed: int, randomised: bool = False, choose_c: bool = False
+                    ) -> tuple[dict[str, np.ndarray], DecisionReport, tuple[np.ndarray, np.ndarray] | None]:
     """The rule of a model (w, b) on the (scaled) training rows X: the model's rule arrays (``gains``
     (K, K); randomised: ``mixture_weights`` (T,) and ``mixture_gains`` (T, K, K); none: the
-    argmax) and its account."""
+    argmax), its account, and with ``choose_c`` the weights and intercepts ((d, K), (K,)) of the
+    model at the C chosen when it is not the model's own (else None)."""
     K = w.shape[1]
     reason = skip_reason(measure, algorithm, K)
     index, weight = (None, weight) if reason is not None else rule_rows(codes, weight, seed)
@@ -239,8 +313,15 @@ def choose_decision(X: Any, codes: np.ndarray, weight: np.ndarray | None, w: np.
         if isinstance(measure, ClassConstrainedMeasure):  # never kept silently: the argmax ignores them
             raise ParameterError(f"the rate constraints ({', '.join(c.spec for c in measure.constraints)}) need "
                                  f"the decision rule, which this model cannot have: {reason}")
-        return {}, DecisionReport(rule="argmax", measure=measure.spec, reason=reason)
-    proba = out_of_fold_proba(X, codes, weight, w, b, float(algorithm.C), fold)
+        return {}, DecisionReport(rule="argmax", measure=measure.spec, reason=reason), None
+    X = X.tocsr() if is_sparse(X) else np.asarray(to_numpy(X), dtype=np.float64)
+    weight = None if weight is None else np.asarray(weight, dtype=np.float64)
+    C, start = float(algorithm.C), _flat(w, b)
+    proba, found = _out_of_fold(X, codes, weight, start, C, fold, FOLD_PASSES, FOLD_TOL)
+    kept = c_kept_reason(X, K, index is not None) if choose_c else "given"
+    refit = losses = None
+    if kept is None:
+        C, proba, refit, losses = _choose_c(X, codes, weight, start, C, fold, proba, found)
     rule = choose_rule(proba, codes, measure, sample_weight=weight,
                        iterations=ITERATIONS if randomised else CERTIFICATE_ITERATIONS)
     held_out, argmax, mixture, gap, constraints = (rule.mixture_value if randomised else rule.value,
@@ -259,10 +340,13 @@ def choose_decision(X: Any, codes: np.ndarray, weight: np.ndarray | None, w: np.
         constraints = tuple({**entry, "argmax": other["value"]}
                             for entry, other in zip(measure.report(*at_rule), measure.report(*at_argmax)))
     report = DecisionReport(rule="randomised" if randomised else "gain matrix", measure=measure.spec,
-                            folds=int(fold.max()) + 1, fold_passes=FOLD_PASSES,
+                            folds=int(fold.max()) + 1, fold_passes=FOLD_PASSES, C=C, C_log_loss=losses,
+                            C_kept=kept,
                             rows=None if index is None else int(index.size), held_out=held_out, argmax=argmax,
                             mixture=mixture, gap=gap, iterations=rule.iterations, constraints=constraints)
     if randomised:
         weights, gains = rule.mixture_arrays()
-        return {"mixture_weights": weights, "mixture_gains": gains}, report
-    return {"gains": np.asarray(rule.gains, dtype=np.float64)}, report
+        arrays = {"mixture_weights": weights, "mixture_gains": gains}
+    else:
+        arrays = {"gains": np.asarray(rule.gains, dtype=np.float64)}
+    return arrays, report, None if refit is None else (refit[:-K].reshape(-1, K), refit[-K:])

@@ -743,11 +743,15 @@ def _train_together(data: Prepared, codes: np.ndarray, classes: tuple[Any, ...],
                        algorithm_params=trained.algorithm.params, rank=getattr(trained.reader, "rank", None),
                        sample=getattr(trained.reader, "sample", None))
     deciding = time.perf_counter()
-    rule, decision = choose_decision(data.X, codes, data.weight, trained.w, trained.b,
-                                     measure=class_constrained(plan.measure, classes),
-                                     algorithm=trained.algorithm, seed=plan.seed, randomised=randomised)
-    intercept = trained.b if shift is None else trained.b - shift @ trained.w
-    return plan.model(trained.w / data.scale[:, None], intercept, classes, report.replace(decision=decision),
+    # C is chosen with the rule, unless the user gave it or asked for no selection
+    choose_c = "C" not in plan.components.fixed and not (plan.select is not None and plan.select.kind == "none")
+    rule, decision, chosen = choose_decision(data.X, codes, data.weight, trained.w, trained.b,
+                                             measure=class_constrained(plan.measure, classes),
+                                             algorithm=trained.algorithm, seed=plan.seed, randomised=randomised,
+                                             choose_c=choose_c)
+    w, b = (trained.w, trained.b) if chosen is None else (chosen[0].astype(trained.w.dtype), chosen[1].astype(trained.b.dtype))
+    intercept = b if shift is None else b - shift @ w
+    return plan.model(w / data.scale[:, None], intercept, classes, report.replace(decision=decision),
                       algorithm=trained.algorithm, scale=data.scale, history=trained.result.history,
                       fit_seconds=trained.seconds + time.perf_counter() - deciding, status=trained.result.status,
                       message=trained.result.message, **rule)
