@@ -11,6 +11,12 @@ confirmation half (odd). Each cell: calopt's default with the sample (today), wi
 (``RULE_ROWS`` set past the data), and one multinomial ``LogisticRegression`` fit for the time.
 
     python benchmarks/bench_multiclass_large.py --half dev --out benchmarks/results/multiclass_large_dev.json
+
+``--mid``: four shapes of 20,000-80,000 training rows (below the sample, where the model's C is
+chosen by the out-of-fold log loss): calopt's default against ``algorithm="multinomial:C=1"``
+(no C chosen), the C chosen and the time over one LR fit (a cost check, not a rule's choice).
+
+    python benchmarks/bench_multiclass_large.py --mid   # benchmarks/results/multiclass_mid.json
 """
 
 from __future__ import annotations
@@ -38,6 +44,13 @@ SHAPES = [
     ("mc-120kx40-8", 120_000, 40, 8, 25),
 ]
 MEASURES = ["gmean", "min", "f1"]
+#: --mid: (name, training rows, columns, classes, largest over smallest class), below RULE_ROWS
+MID_SHAPES = [
+    ("mc-20kx20-5", 20_000, 20, 5, 10),
+    ("mc-50kx30-10", 50_000, 30, 10, 20),
+    ("mc-80kx8-4", 80_000, 8, 4, 30),
+    ("mc-30kx100-15", 30_000, 100, 15, 20),
+]
 
 
 def make(shape: tuple, seed: int = 0) -> dict:
@@ -87,6 +100,35 @@ def run(shapes: list[tuple], out: Path, rows: int | None = None) -> None:
     print(summary(cells))
 
 
+def run_mid(out: Path) -> None:
+    """calopt's default (C chosen) against C = 1 given, on :data:`MID_SHAPES`."""
+    import calopt
+
+    bench_suite.limit_threads()
+    calopt.fit(*(lambda d: (d["X_train"], d["y_train"]))(make(("warm-up", 5_000, 5, 3, 3))), measure="gmean")
+    cells = {}
+    for shape in MID_SHAPES:
+        data = make(shape)
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            bench.logistic().fit(data["X_train"], data["y_train"])
+        lr_seconds = time.perf_counter() - started
+        for measure in ("gmean", "f1"):
+            cell = {"lr_seconds": lr_seconds}
+            for variant, algorithm in (("default", "multinomial"), ("C=1", "multinomial:C=1")):
+                started = time.perf_counter()
+                model = calopt.fit(data["X_train"], data["y_train"], measure=measure, seed=0, algorithm=algorithm)
+                seconds = time.perf_counter() - started
+                values = bench.test_values(data["y_test"], model.predict(data["X_test"]), data["classes"])
+                cell[variant] = {"value": values[measure], "seconds": seconds, "C": model.fit_report.decision.C}
+            cells[f"{shape[0]}|{measure}"] = cell
+            print(f"{shape[0]:16s} {measure:5s} default {cell['default']['value']:.4f} (C {cell['default']['C']:g}) "
+                  f"{cell['default']['seconds'] / lr_seconds:.2f}x LR, C=1 {cell['C=1']['value']:.4f} "
+                  f"{cell['C=1']['seconds'] / lr_seconds:.2f}x LR (LR {lr_seconds:.2f} s)", flush=True)
+    out.write_text(json.dumps({**bench_suite._header({}), "cells": cells}, indent=1))
+
+
 def summary(cells: dict) -> str:
     diffs = np.array([c["sample"]["value"] - c["every"]["value"] for c in cells.values()])
     ratio_s = np.median([c["sample"]["seconds"] / c["lr_seconds"] for c in cells.values()])
@@ -97,10 +139,16 @@ def summary(cells: dict) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--half", choices=["dev", "confirm"], required=True)
+    parser.add_argument("--half", choices=["dev", "confirm"])
+    parser.add_argument("--mid", action="store_true", help="the shapes below the sample: C chosen against C = 1")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--rows", type=int, default=None, help="the sample's rows (default: RULE_ROWS)")
     args = parser.parse_args(argv)
+    if args.mid:
+        run_mid(args.out or Path(__file__).parent / "results" / "multiclass_mid.json")
+        return
+    if args.half is None:
+        parser.error("--half or --mid is required")
     out = args.out or Path(__file__).parent / "results" / f"multiclass_large_{args.half}.json"
     run(SHAPES[0::2] if args.half == "dev" else SHAPES[1::2], out, args.rows)
 
