@@ -68,6 +68,16 @@ def make(shape: tuple, seed: int = 0) -> dict:
     return {"X_train": X[:n], "y_train": y[:n], "X_test": X[n:], "y_test": y[n:], "classes": np.arange(K)}
 
 
+def _shape_and_lr(shape: tuple) -> tuple[dict, float]:
+    """One shape's data and the seconds of one multinomial LogisticRegression fit on it (the unit)."""
+    data = make(shape)
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bench.logistic().fit(data["X_train"], data["y_train"])
+    return data, time.perf_counter() - started
+
+
 def run(shapes: list[tuple], out: Path, rows: int | None = None) -> None:
     import calopt
     import calopt.training.multiclass as multiclass
@@ -75,12 +85,7 @@ def run(shapes: list[tuple], out: Path, rows: int | None = None) -> None:
     bench_suite.limit_threads()
     cells = {}
     for shape in shapes:
-        data = make(shape)
-        started = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            bench.logistic().fit(data["X_train"], data["y_train"])
-        lr_seconds = time.perf_counter() - started
+        data, lr_seconds = _shape_and_lr(shape)
         for measure in MEASURES:
             cell = {"lr_seconds": lr_seconds}
             for variant, limit in (("sample", rows or multiclass.RULE_ROWS), ("every", 10**9)):
@@ -108,12 +113,7 @@ def run_mid(out: Path) -> None:
     calopt.fit(*(lambda d: (d["X_train"], d["y_train"]))(make(("warm-up", 5_000, 5, 3, 3))), measure="gmean")
     cells = {}
     for shape in MID_SHAPES:
-        data = make(shape)
-        started = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            bench.logistic().fit(data["X_train"], data["y_train"])
-        lr_seconds = time.perf_counter() - started
+        data, lr_seconds = _shape_and_lr(shape)
         for measure in ("gmean", "f1"):
             cell = {"lr_seconds": lr_seconds}
             for variant, algorithm in (("default", "multinomial"), ("C=1", "multinomial:C=1")):
