@@ -134,14 +134,12 @@ class Tunable:
     ``name`` is the algorithm's dataclass field and ``candidates`` the values tried
     (:mod:`calopt.training.selection`). ``trial``: the one-pass trial of ``select="none"``
     chooses it too (the step scale, when unset); the cross-validated selection chooses
-    every tunable. ``wide``: chosen on rows with at least as many (present) columns as rows too;
-    False: kept at the algorithm's own value there (:meth:`~calopt.training.plan.FitPlan.held_on_wide`).
+    every tunable.
     """
 
     name: str
     candidates: tuple[Any, ...]
     trial: bool = True
-    wide: bool = True
 
 
 # -- the shared parts -----------------------------------------------------------------------

@@ -280,10 +280,6 @@ def selection_text(selection: dict[str, Any] | None, measure: str) -> str | None
             f"of {selection['epochs_run']}, held-out {measure} {value}")
     if selection.get("compared"):
         text += "; compared " + ", ".join(f"{c['algorithm']} {c['value']:.4f}" for c in selection["compared"])
-    if selection.get("held"):
-        kept = ", ".join(f"{name} = {value:g}" if isinstance(value, float) else f"{name} = {value}"
-                         for name, value in selection["held"].items())
-        text += f"; {kept} kept, not searched (at least as many columns as rows)"
     return text
 
 

@@ -718,39 +718,3 @@ def test_stratified_folds_are_scikit_learn_s_stratified_k_fold(seed):
         warnings.simplefilter("always")
         stratified_folds(np.array([0] * 20 + [1] * 3), 5, seed)
     assert any("least populated class" in str(w.message) for w in caught)
-
-
-# -- wide rows: C kept at the algorithm's own value ------------------------------------------
-def test_wide_rows_keep_lbfgs_c_and_train_the_model_a_given_c_trains():
-    """With at least as many columns as rows, the automatic selection does not search lbfgs's C: the
-    model, threshold and passes are those of C = 1 given by the user, and the report says C was kept."""
-    X, y = _data(n=80, d=120, seed=3)
-    model = calopt.fit(X, y, measure="f1")
-    given = calopt.fit(X, y, measure="f1", algorithm="lbfgs:C=1")
-    assert [c["algorithm"] for c in model.fit_report.selection["candidates"]] == ["lbfgs"]
-    assert model.fit_report.selection["held"] == {"C": 1.0} and "held" not in given.fit_report.selection
-    np.testing.assert_array_equal(model.coef, given.coef)
-    assert model.threshold == given.threshold and model.fit_report.epochs == given.fit_report.epochs
-
-
-def test_c_is_searched_below_as_many_columns_as_rows_and_under_a_given_rule():
-    X, y = _data(n=80, d=79, seed=3)
-    narrow = calopt.fit(X, y, measure="f1")
-    assert [c["algorithm"] for c in narrow.fit_report.selection["candidates"]] == [
-        "lbfgs:C=0.1", "lbfgs", "lbfgs:C=10.0"] and "held" not in narrow.fit_report.selection
-    wide_X, wide_y = _data(n=80, d=80, seed=3)  # as many columns as rows: held
-    assert calopt.fit(wide_X, wide_y, measure="f1").fit_report.selection["held"] == {"C": 1.0}
-    asked = calopt.fit(wide_X, wide_y, measure="f1", select="cv:5")  # a rule the user asked for searches C
-    assert len(asked.fit_report.selection["candidates"]) == 3
-
-
-def test_held_on_wide_holds_only_undeclared_tunables_the_user_did_not_give():
-    from calopt.training.plan import FitPlan
-
-    plan = FitPlan.resolve(measure="f1")
-    assert plan.held_on_wide(100, 100).components.held == {"C"}
-    assert plan.held_on_wide(101, 100) is plan
-    assert plan.held_on_wide(20_000, 50_000) is plan  # from CV_ROWS rows one held-out split chooses C
-    assert FitPlan.resolve(measure="f1", algorithm="lbfgs:C=10").held_on_wide(10, 100).components.held == frozenset()
-    assert FitPlan.resolve(measure="f1", select="cv:3").held_on_wide(10, 100).components.held == frozenset()
-    assert FitPlan.resolve(measure="gmean", algorithm="gd").held_on_wide(10, 100).components.held == frozenset()

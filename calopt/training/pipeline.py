@@ -484,7 +484,6 @@ def fit_rows(X: Any, y_pm: np.ndarray, classes: tuple[Any, Any], plan: FitPlan, 
     the rows where they are wide, then :func:`_fit_binary`. An in-memory large data set's
     ``sampled`` rows (:mod:`calopt.training.sampling`) take one held-out split: the threshold is
     cut on the other rows, so the held-out rows only choose the settings."""
-    plan = plan.held_on_wide(*X.shape)
     rule = selection_rule(plan.components.algorithms, plan.select, y_pm, sampled)
     data = prepare(X, y_pm, resolved, plan.scale, weight)
     evaluation = None if eval_set is None else prepare(eval_set[0], eval_set[1], resolved, data.scale)
@@ -504,18 +503,13 @@ def fit_rows(X: Any, y_pm: np.ndarray, classes: tuple[Any, Any], plan: FitPlan, 
     return space.expand(_fit_binary(data, classes, plan, rule, evaluation, started), columns_scale)
 
 
-def _own_value(plan: FitPlan, name: str) -> Any:
-    """The value of tunable ``name`` of the plan's first algorithm that has it."""
-    return next(getattr(algorithm, name) for algorithm in plan.components.algorithms if hasattr(algorithm, name))
-
-
 def _models(plan: FitPlan, rule: Rule) -> int:
     """How many models a binary run of the plan trains at once: each candidate setting's fold
     models and refit one under a selection, else one."""
     if rule.kind == "none":
         return 1
     per_setting = (rule.folds if rule.kind == "cv" else 1) + 1
-    return per_setting * sum(len(grid_of(candidate, plan.components.not_searched))
+    return per_setting * sum(len(grid_of(candidate, plan.components.fixed))
                              for candidate, _ in plan.components.candidates)
 
 
@@ -588,12 +582,11 @@ def _selector(data: Prepared, plan: FitPlan, rule: Rule, problem: Problem) -> tu
     K = rule.folds if rule.kind == "cv" else 1
     top = float(np.max(fold_weights(rule_folds, K, weight)))
     entries = int(data.X.nnz) if is_sparse(data.X) else int(data.X.shape[0]) * int(data.X.shape[1])
-    arms = [Arm.build(candidate, candidate_loss, grid_of(candidate, plan.components.not_searched), problem, K,
+    arms = [Arm.build(candidate, candidate_loss, grid_of(candidate, plan.components.fixed), problem, K,
                       data.backend, top, entries) for candidate, candidate_loss in plan.components.candidates]
     selector = Selector(arms, rule, rule_folds, data.X, y_pm, weight, plan.measure, data.backend,
                         patience=None if budget.epochs is not None else budget.patience,
-                        latest=budget.epochs is not None,
-                        held={name: _own_value(plan, name) for name in sorted(plan.components.held)})
+                        latest=budget.epochs is not None)
     return selector, problem._replace(epochs=budget.epochs or budget.max_epochs)
 
 

@@ -20,8 +20,6 @@ surface (:func:`calopt.fit` and friends).
 
 from __future__ import annotations
 
-import dataclasses
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +37,7 @@ from calopt.models.linear import LinearModel, Model, MulticlassModel
 from calopt.models.report import FitReport
 from calopt.training.checkpoint import Checkpoint, checked_resume
 from calopt.training.loop import EpochRecord
-from calopt.training.selection import CV_ROWS, MAX_EPOCHS, PATIENCE, Rule, given_parameters, parse_rule
+from calopt.training.selection import MAX_EPOCHS, PATIENCE, Rule, given_parameters, parse_rule
 from calopt.version import __version__
 
 __all__ = ["DEFAULT_EPOCHS", "Budget", "Components", "FitPlan", "RunControl", "build_model", "check_count",
@@ -133,20 +131,12 @@ class Components:
     """The measure and the (algorithm, loss) pairs to train, resolved from their specs.
 
     ``candidates`` holds one pair, or those ``algorithm="auto"`` compares on the same folds
-    (the measure's own solver first). ``fixed`` names the parameters the user gave (not searched),
-    ``held`` the tunables kept at their algorithm's own value on wide rows
-    (:meth:`FitPlan.held_on_wide`).
+    (the measure's own solver first). ``fixed`` names the parameters the user gave (not searched).
     """
 
     measure: Measure
     candidates: tuple[tuple[Algorithm, Loss], ...]
     fixed: frozenset[str] = field(default_factory=frozenset)
-    held: frozenset[str] = field(default_factory=frozenset)
-
-    @property
-    def not_searched(self) -> frozenset[str]:
-        """The tunables the settings selection does not search: given, or held."""
-        return self.fixed | self.held
 
     @property
     def algorithm(self) -> Algorithm:
@@ -218,19 +208,6 @@ class FitPlan:
     @property
     def measure(self) -> Measure:
         return self.components.measure
-
-    def held_on_wide(self, rows: int, columns: int) -> FitPlan:
-        """This plan for ``rows`` × ``columns`` training data: under the automatic selection, on fewer
-        than ``CV_ROWS`` rows (cross-fitted) with at least as many (present) columns as rows, the
-        tunables that declare ``wide=False`` (lbfgs's C) and that the user did not give keep their
-        algorithm's own value. From ``CV_ROWS`` rows the selection's held-out split has thousands of
-        rows and chooses them (large sparse text-like data: +0.010 over the route with C chosen,
-        +0.004 with C = 1 kept; BENCHMARKS.md)."""
-        if self.select is not None or columns < rows or rows >= CV_ROWS:
-            return self
-        held = frozenset(tunable.name for algorithm in self.components.algorithms for tunable in algorithm.tunables
-                         if not tunable.wide) - self.components.fixed
-        return dataclasses.replace(self, components=dataclasses.replace(self.components, held=held)) if held else self
 
     def problem(self, backend: Backend | None, n_samples: int, n_features: int, positive_rate: float, *,
                 batch_size: int, epochs: int | None, loss: Loss | None = None, **extra: Any) -> Problem:

@@ -497,10 +497,8 @@ class Selector:
 
     def __init__(self, arms: list[Arm], rule: Rule, folds: np.ndarray, X: Any, y: np.ndarray,
                  weight: np.ndarray | None, measure: Any, backend: Backend, *, patience: int | None,
-                 latest: bool = False, confidence: float = CONFIDENCE, held: dict[str, Any] | None = None):
+                 latest: bool = False, confidence: float = CONFIDENCE):
         self._chosen: tuple | None = None  # (state key, best_index) of the last call
-        #: the tunables kept at their algorithm's own value on wide rows, with that value (reported)
-        self.held = dict(held or {})
         self.confidence = confidence  #: how sure the bootstrap must be that the first arm beats the last
         self.arms, self.rule, self.folds, self.measure, self.backend = arms, rule, folds, measure, backend
         self.patience = patience
@@ -887,7 +885,7 @@ class Selector:
         return Selection(self._algorithm(index), self.arms[self._locate(index)[0]].loss, state.epochs[index],
                          state.thresholds[index], state.shares[index], state.values[index], self.rule, candidates,
                          state.passes, compared if len(self.arms) > 1 else [], state.diverged[index],
-                         self._raw(state, index), self.held)
+                         self._raw(state, index))
 
 
 @dataclass
@@ -919,9 +917,6 @@ class Selection:
     #: the refit model keeps the raw out-of-fold ``threshold``, the share not carrying over to new
     #: rows (:meth:`Selector._share_fails`); False: it keeps the positive ``share``
     raw: bool = False
-    #: the tunables not searched because the rows have at least as many columns as rows, with the
-    #: value they kept (:meth:`~calopt.training.plan.FitPlan.held_on_wide`)
-    held: dict[str, Any] = field(default_factory=dict)
 
     def report(self) -> dict[str, Any]:
         """A JSON-ready account (``model.fit_report.selection``, ``--json``)."""
@@ -934,8 +929,6 @@ class Selection:
             report["compared"] = self.compared
         if self.raw:
             report["threshold_transfer"] = "out-of-fold threshold (the in-sample share does not carry over)"
-        if self.held:
-            report["held"] = dict(self.held)  # kept, not searched: at least as many columns as rows
         return report
 
 

@@ -81,11 +81,7 @@ class Lbfgs(Algorithm):
     absent_columns_inert: ClassVar[bool] = True
     rotation_invariant: ClassVar[bool] = True
     additive: ClassVar[bool] = True  #: a pass adds f and ∇f at the trial point; end_epoch steps
-    #: C is chosen among 0.1, 1, 10 on held-out rows, but not where the rows have at least as many
-    #: columns as rows (text, wide data): there the classes are separable, the models of every C
-    #: fit their training rows, and the best held-out value over the C and the passes picks noise
-    #: (2,000 × 100,000 sparse F1: 0.405 against 0.426 with C = 1; BENCHMARKS.md, "Sizes").
-    tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("C", (0.1, 1.0, 10.0), trial=False, wide=False),)
+    tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("C", (0.1, 1.0, 10.0), trial=False),)
 
     #: Inverse regularisation strength, as in scikit-learn's LogisticRegression: the penalty
     #: is ‖w‖²/(2·C) against the sum of the losses.
