@@ -133,7 +133,9 @@ class _FoldObjectives:
     Parameters (F, d·K + K): each fold's W (d, K) flattened, then its b (K,). One product with the
     rows serves every fold (the held-out rows are scored too, with weight 0); the scores are
     fold- and class-major (F, K, n), so that every reduction over the classes is a few vector
-    operations over the rows."""
+    operations over the rows. Each model may have its own C ((F,)) and, instead of the folds of
+    ``fold``, its own training rows (``train`` (F, n): the other C's fold models and the models on
+    every row of :func:`_choose_c`)."""
 
     def __init__(self, X: Any, codes: np.ndarray, weight: np.ndarray | None, fold: np.ndarray | None, K: int,
                  C: Any, train: np.ndarray | None = None):
@@ -144,7 +146,7 @@ class _FoldObjectives:
         self.m = train.sum(axis=1).astype(np.float64)  # rows per fold model
         # the weights of each fold's rows, mean 1 there, over its row count
         self.s = s / (s.sum(axis=1) / self.m)[:, None] / self.m[:, None]
-        self.codes, self.K, self.F = codes, K, F
+        self.codes, self.K = codes, K
         self.C = np.broadcast_to(np.asarray(C, dtype=np.float64), (F,))
         self.d, self.rows = X.shape[1], np.arange(codes.size)
         # the rows with a column of ones: a model's flat parameters are then its (d + 1, K) matrix of
