@@ -67,47 +67,23 @@ def lbfgs_direction(g: Any, s: Any, y: Any, rho: Any, order: list[int], newest: 
     pair scales the initial matrix (γ = sᵀy/yᵀy; without a pair the steepest descent direction
     scaled to unit length). The lbfgs algorithm's step and the K-class rule's fold models both
     use it; inner products by :func:`row_dot`."""
-    if is_numpy(xp):  # the same operations, on NumPy in place and without the namespace's wrappers
-        return _lbfgs_direction_numpy(g, s, y, rho, order, newest)
+    # the inner product chosen once (on NumPy ``einsum`` itself: on a few hundred parameters the
+    # recursion's cost is its calls, and row_dot's namespace test was one a call)
+    dot = (lambda a, c: np.einsum("...i,...i->...", a, c)) if is_numpy(xp) else (lambda a, c: row_dot(a, c, xp))
     q, alphas = g, []
     for i in reversed(order):  # newest first
-        alpha = rho[i, ...] * row_dot(s[i, ...], q, xp)
+        alpha = rho[i, ...] * dot(s[i, ...], q)
         q = q - alpha[..., None] * y[i, ...]
         alphas.append(alpha)
     has_pair = rho[newest, ...] > 0
-    newest_yy = row_dot(y[newest, ...], y[newest, ...], xp)
-    newest_sy = 1 / xp.where(has_pair, rho[newest, ...], xp.ones_like(newest_yy))
-    norm = xp.sqrt(row_dot(g, g, xp))
-    gamma = xp.where(has_pair, newest_sy / xp.where(newest_yy > 0, newest_yy, xp.ones_like(newest_yy)),
-                     1 / xp.maximum(norm, xp.ones_like(norm)))
+    newest_yy = dot(y[newest, ...], y[newest, ...])
+    one = xp.ones_like(newest_yy)  # a per-model 1
+    newest_sy = 1 / xp.where(has_pair, rho[newest, ...], one)
+    norm = xp.sqrt(dot(g, g))
+    gamma = xp.where(has_pair, newest_sy / xp.where(newest_yy > 0, newest_yy, one), 1 / xp.maximum(norm, one))
     r = gamma[..., None] * q
     for i, alpha in zip(order, reversed(alphas)):  # oldest first
-        r = r + s[i, ...] * (alpha - rho[i, ...] * row_dot(y[i, ...], r, xp))[..., None]
-    return -r
-
-
-def _lbfgs_direction_numpy(g: np.ndarray, s: np.ndarray, y: np.ndarray, rho: np.ndarray, order: list[int],
-                           newest: int) -> np.ndarray:
-    """:func:`lbfgs_direction` on NumPy arrays: the same operations in the same order (the same
-    numbers to the bit: new arrays, not updates in place, which would keep a non-contiguous ``g``'s
-    layout, and ``einsum``'s sums follow the layout), calling ``einsum`` directly (on a few hundred
-    parameters the recursion's cost is the calls)."""
-    def dot(a: np.ndarray, c: np.ndarray) -> np.ndarray:
-        return np.einsum("...i,...i->...", a, c)
-
-    q, alphas = g, []
-    for i in reversed(order):  # newest first
-        alpha = rho[i] * dot(s[i], q)
-        q = q - alpha[..., None] * y[i]
-        alphas.append(alpha)
-    has_pair = rho[newest] > 0
-    newest_yy = dot(y[newest], y[newest])
-    newest_sy = 1 / np.where(has_pair, rho[newest], 1.0)
-    norm = np.sqrt(dot(g, g))
-    gamma = np.where(has_pair, newest_sy / np.where(newest_yy > 0, newest_yy, 1.0), 1 / np.maximum(norm, 1.0))
-    r = gamma[..., None] * q
-    for i, alpha in zip(order, reversed(alphas)):  # oldest first
-        r = r + s[i] * (alpha - rho[i] * dot(y[i], r))[..., None]
+        r = r + s[i, ...] * (alpha - rho[i, ...] * dot(y[i, ...], r))[..., None]
     return -r
 
 
