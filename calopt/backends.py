@@ -67,6 +67,8 @@ def lbfgs_direction(g: Any, s: Any, y: Any, rho: Any, order: list[int], newest: 
     pair scales the initial matrix (γ = sᵀy/yᵀy; without a pair the steepest descent direction
     scaled to unit length). The lbfgs algorithm's step and the K-class rule's fold models both
     use it; inner products by :func:`row_dot`."""
+    if g.ndim == 1 and is_numpy(xp):
+        return _lbfgs_direction_one(g, s, y, rho, order, newest)
     # the inner product chosen once (on NumPy ``einsum`` itself: on a few hundred parameters the
     # recursion's cost is its calls, and row_dot's namespace test was one a call)
     dot = (lambda a, c: np.einsum("...i,...i->...", a, c)) if is_numpy(xp) else (lambda a, c: row_dot(a, c, xp))
@@ -84,6 +86,28 @@ def lbfgs_direction(g: Any, s: Any, y: Any, rho: Any, order: list[int], newest: 
     r = gamma[..., None] * q
     for i, alpha in zip(order, reversed(alphas)):  # oldest first
         r = r + s[i, ...] * (alpha - rho[i, ...] * dot(y[i, ...], r))[..., None]
+    return -r
+
+
+def _lbfgs_direction_one(g: np.ndarray, s: np.ndarray, y: np.ndarray, rho: np.ndarray, order: list[int],
+                         newest: int) -> np.ndarray:
+    """:func:`lbfgs_direction` of one model on NumPy, its per-model numbers NumPy scalars instead of
+    0-d arrays (the same operations, so the same bits; 55 against 94 µs at 50 parameters, where
+    the recursion's cost is its calls: the K-class model on a few hundred rows)."""
+    dot = np.einsum
+    q, alphas = g, []
+    for i in reversed(order):  # newest first
+        alpha = rho[i] * dot("i,i->", s[i], q)
+        q = q - alpha * y[i]
+        alphas.append(alpha)
+    if rho[newest] > 0:
+        newest_yy = dot("i,i->", y[newest], y[newest])
+        gamma = (1 / rho[newest]) / (newest_yy if newest_yy > 0 else 1.0)
+    else:
+        gamma = 1 / np.maximum(np.sqrt(dot("i,i->", g, g)), 1.0)
+    r = gamma * q
+    for i, alpha in zip(order, reversed(alphas)):  # oldest first
+        r = r + s[i] * (alpha - rho[i] * dot("i,i->", y[i], r))
     return -r
 
 

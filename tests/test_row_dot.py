@@ -99,3 +99,31 @@ def test_the_two_loop_recursion_is_the_dense_bfgs_update(backend, head, pairs):
                                      order, (head - 1) % slots, chosen.xp))
     for j in range(models):
         np.testing.assert_allclose(got[j], _dense_bfgs_direction(g[j], kept[j]), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("head, pairs", [(0, 0), (2, 5), (3, 2)])
+def test_one_models_direction_is_the_dense_update_and_the_stacked_path_to_the_bit(dtype, head, pairs):
+    """One model (a 1-D ``g``: NumPy's scalar path) against the dense BFGS update, and bitwise
+    equal to the same model as a stack of one (the array path), in its own dtype."""
+    rng = np.random.default_rng(10 * pairs + head)
+    slots, p = 5, 7
+    s, y, rho = np.zeros((slots, p)), np.zeros((slots, p)), np.zeros(slots)
+    kept = []
+    for t in range(pairs):
+        slot = (head - pairs + t) % slots
+        A = rng.standard_normal((p, p))
+        s_t = rng.standard_normal(p)
+        y_t = (A @ A.T + np.eye(p)) @ s_t
+        s[slot], y[slot], rho[slot] = s_t, y_t, 1 / (y_t @ s_t)
+        kept.append((s_t, y_t))
+    g = rng.standard_normal(p)
+    order, newest = [(head - pairs + t) % slots for t in range(pairs)], (head - 1) % slots
+    g, s, y, rho = (a.astype(dtype) for a in (g, s, y, rho))
+    one = lbfgs_direction(g, s, y, rho, order, newest, np)
+    stacked = lbfgs_direction(g[None], s[:, None], y[:, None], rho[:, None], order, newest, np)[0]
+    assert one.dtype == dtype and one.shape == (p,)
+    np.testing.assert_array_equal(one, stacked)
+    tolerance = 1e-9 if dtype == np.float64 else 1e-3
+    np.testing.assert_allclose(one, _dense_bfgs_direction(g.astype(np.float64), kept), rtol=tolerance,
+                               atol=tolerance * 1e-3)

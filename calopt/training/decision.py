@@ -186,6 +186,7 @@ class _Rows:
         self.K = proba.shape[1]
         self.row_weight = np.ones(codes.size) if weight is None else weight
         self.true = np.bincount(codes, weights=weight, minlength=self.K).astype(np.float64)
+        self.total = np.sum(self.true, axis=-1, keepdims=True)
         self.counted = has_class_count_form(measure)
         self._matrix_gradient: Any = None
 
@@ -194,15 +195,17 @@ class _Rows:
         if not self.counted:
             return _confusion(self.codes, predicted, self.K, self.weight)
         hit = self.codes == predicted
-        tp = np.bincount(self.codes[hit], weights=None if self.weight is None else self.weight[hit],
-                         minlength=self.K)
-        return np.stack([tp, np.bincount(predicted, weights=self.weight, minlength=self.K)]).astype(np.float64)
+        out = np.empty((2, self.K))  # (assigned, not stacked: this runs a few times a line search)
+        out[0] = np.bincount(self.codes[hit], weights=None if self.weight is None else self.weight[hit],
+                             minlength=self.K)
+        out[1] = np.bincount(predicted, weights=self.weight, minlength=self.K)
+        return out
 
     def values(self, stats: np.ndarray) -> np.ndarray:
         """The measure of each statistics of a stack (..., 2, K) or (..., K, K)."""
         if not self.counted:
             return _value(self.measure, stats)
-        return _count_values(self.measure, stats[..., 0, :], stats[..., 1, :], self.true)
+        return _count_values(self.measure, stats[..., 0, :], stats[..., 1, :], self.true, self.total)
 
     def value_of(self, gains: np.ndarray) -> float:
         """The measure of the gain-matrix rule on the rows (its own predictions)."""
@@ -219,10 +222,12 @@ class _Rows:
         return _count_gradient(self.measure, stats[0], stats[1], self.true)
 
 
-def _count_values(measure: Measure, tp: np.ndarray, predicted: np.ndarray, true: np.ndarray) -> np.ndarray:
-    """The measure from per-class true positives, predicted and true counts ((..., K) each, broadcast)."""
+def _count_values(measure: Measure, tp: np.ndarray, predicted: np.ndarray, true: np.ndarray,
+                  total: np.ndarray | None = None) -> np.ndarray:
+    """The measure from per-class true positives, predicted and true counts ((..., K) each, broadcast);
+    ``total``: ``true``'s sum over the classes where it is known."""
     fp, fn = predicted - tp, true - tp
-    tn = np.sum(true, axis=-1, keepdims=True) - tp - fp - fn
+    tn = (np.sum(true, axis=-1, keepdims=True) if total is None else total) - tp - fp - fn
     if tp.shape[-1] == 2:  # as from_confusion: class 1 against class 0
         return np.asarray(measure.from_counts(tp[..., 1], fp[..., 1], tn[..., 1], fn[..., 1], xp=np), dtype=np.float64)
     return np.asarray(measure.from_class_counts(tp, fp, tn, fn, xp=np), dtype=np.float64)
@@ -374,7 +379,8 @@ def _line_search(rows: _Rows, gains: np.ndarray, j: int, best: _Best | None = No
         inner = inner[valid[inner]]
         cuts, at = np.unique(np.concatenate([cuts, inner]), return_index=True)
         values = np.concatenate([values, switched.values(inner)])[at]
-    top = cuts[values >= np.max(values) - 1e-12 * max(abs(float(np.max(values))), 1.0)]
+    highest = float(np.max(values))
+    top = cuts[values >= highest - 1e-12 * max(abs(highest), 1.0)]
     i = int(top[np.argmin(np.abs(top - now))])
     if i == 0:
         scale = breaks[0] / 2
@@ -406,9 +412,10 @@ class _Switch:
             at = first * K
             moved = np.bincount(at + j, weights=weight, minlength=cells) - np.bincount(at + base, weights=weight,
                                                                                       minlength=cells)
-            hits = (np.bincount(at + j, weights=weight * (codes == j), minlength=cells)
-                    - np.bincount(at + base, weights=weight * (codes == base), minlength=cells))
-            deltas = np.stack([hits.reshape(-1, K), moved.reshape(-1, K)], axis=1)
+            deltas = np.empty((cuts.size, 2, K))
+            deltas[:, 0] = (np.bincount(at + j, weights=weight * (codes == j), minlength=cells)
+                            - np.bincount(at + base, weights=weight * (codes == base), minlength=cells)).reshape(-1, K)
+            deltas[:, 1] = moved.reshape(-1, K)
             return rows.values(self.below + np.cumsum(deltas, axis=0))
         # each row moves from (its class, base) to (its class, j) of the confusion matrix
         out, below = [], self.below
