@@ -710,8 +710,9 @@ def twin_floor(rows: list[dict[str, Any]], twins: dict[str, Any]) -> dict[str, A
     """The noise floor of the tuned rules on out-of-fold probabilities: on the cells of ``rows``
     that the twins' results (``--fold-seed``) also hold, per measure and rule, the mean of rule −
     its twin and the share of cells where the twin is within TIE of the rule (twin ≥ rule − TIE),
-    beside calopt's mean margin over the rule and its share within TIE of it (calopt ≥ rule − TIE);
-    on every such cell and on the resolved ones (smallest test class ≥ RESOLVED)."""
+    beside calopt's mean margin over the rule and its share within TIE of it (calopt ≥ rule − TIE),
+    and how many cells each is more than FAR below the rule; on every such cell and on the
+    resolved ones (smallest test class ≥ RESOLVED)."""
     out: dict[str, Any] = {}
     for measure in MEASURES:
         for scope in ("all", "resolved"):
@@ -729,7 +730,10 @@ def twin_floor(rows: list[dict[str, Any]], twins: dict[str, Any]) -> dict[str, A
                                "twin_within_rule": mean(d <= TIE for d in rule_minus_twin),
                                "twin_minus_rule": -mean(rule_minus_twin),
                                "calopt_minus_rule": mean(calopt_minus),
-                               "calopt_within_rule": mean(d >= -TIE for d in calopt_minus)}
+                               "calopt_within_rule": mean(d >= -TIE for d in calopt_minus),
+                               # the cells more than FAR below the rule (the done-when's count)
+                               "calopt_far_below": sum(d < -FAR for d in calopt_minus),
+                               "twin_far_below": sum(d > FAR for d in rule_minus_twin)}
             out[f"{measure}|{scope}"] = entry
     return out
 
@@ -737,16 +741,19 @@ def twin_floor(rows: list[dict[str, Any]], twins: dict[str, Any]) -> dict[str, A
 def render_twins(floor: dict[str, Any], tag: str) -> str:
     lines = [f"Noise floor of the tuned rules (twins: out-of-fold probabilities on folds shuffled by another seed, "
              f"tag `{tag}`): per measure, calopt − rule beside twin − rule (mean over the same cells), and the share of "
-             f"cells within {TIE} of the rule for calopt and for the twin:", "",
-             "| measure | cells | calopt − coord | twin − coord | within: calopt / twin | calopt − xcolumns | "
-             "twin − xcolumns | within: calopt / twin |", "|---|---|---:|---:|---|---:|---:|---|"]
+             f"cells within {TIE} of the rule for calopt and for the twin, and the cells more than {FAR} below it "
+             f"(calopt / twin; on the resolved cells, the done-when's count):", "",
+             "| measure | cells | calopt − coord | twin − coord | within: calopt / twin | below: calopt / twin "
+             "| calopt − xcolumns | twin − xcolumns | within: calopt / twin | below: calopt / twin |",
+             "|---|---|---:|---:|---|---|---:|---:|---|---|"]
     for key, e in floor.items():
         measure, scope = key.split("|")
         parts = []
         for rule in ("coord", "xcolumns"):
             r = e[rule]
             parts.append(f"{r['calopt_minus_rule']:+.4f} | {r['twin_minus_rule']:+.4f} | "
-                         f"{r['calopt_within_rule']:.2f} / {r['twin_within_rule']:.2f}")
+                         f"{r['calopt_within_rule']:.2f} / {r['twin_within_rule']:.2f} | "
+                         f"{r['calopt_far_below']} / {r['twin_far_below']}")
         lines.append(f"| {measure} ({scope}) | {e['cells']} | " + " | ".join(parts) + " |")
     return "\n".join(lines)
 

@@ -180,3 +180,22 @@ def test_resolved_margins_and_the_twins_share_within_count_the_resolved_cells_al
     assert floor["gmean|resolved"]["coord"]["twin_within_rule"] == pytest.approx(1 / 2)
     assert floor["gmean|resolved"]["coord"]["twin_minus_rule"] == pytest.approx((-0.02 + 0) / 2)
     assert floor["gmean|resolved"]["cells"] == 2
+
+
+def test_the_twin_floor_counts_the_cells_far_below_each_rule_for_calopt_and_for_the_twin():
+    """Cells more than FAR (0.02) below a rule, for calopt and for the rule's twin, on every cell and
+    on the resolved ones (the done-when's count), and in the rendered table."""
+    rows = [_row("a", 4, [0.5, 0.4, 0.4, 0.9, 0.6]),     # unresolved; calopt 0.40 below coord
+            _row("b", 30, [0.8, 0.7, 0.8, 0.75, 0.85]),  # calopt 0.05 below xcolumns
+            _row("c", 100, [0.6, 0.6, 0.5, 0.6, 0.6])]
+    twins = {"cells": {f"{d}|gmean|split0": {"coord": {"value": v}, "xcolumns": {"value": x}}
+                       for d, v, x in (("a", 0.95, 0.5), ("b", 0.70, 0.86), ("c", 0.61, 0.6))}}
+    floor = bench.twin_floor(rows, twins)
+    coord, xcolumns = floor["gmean|all"]["coord"], floor["gmean|all"]["xcolumns"]
+    assert (coord["calopt_far_below"], coord["twin_far_below"]) == (1, 1)       # a; b (0.70 against 0.75)
+    assert (xcolumns["calopt_far_below"], xcolumns["twin_far_below"]) == (2, 1)  # a and b; a (0.5 against 0.6)
+    resolved = floor["gmean|resolved"]
+    assert (resolved["coord"]["calopt_far_below"], resolved["coord"]["twin_far_below"]) == (0, 1)
+    assert (resolved["xcolumns"]["calopt_far_below"], resolved["xcolumns"]["twin_far_below"]) == (1, 0)
+    text = bench.render_twins(floor, "t")
+    assert "| gmean (resolved) | 2 | +0.0250 | -0.0200 | 1.00 / 0.50 | 0 / 1 | -0.0250 | +0.0050 | 0.50 / 1.00 | 1 / 0 |" in text
