@@ -66,7 +66,8 @@ def lbfgs_direction(g: Any, s: Any, y: Any, rho: Any, order: list[int], newest: 
     which acts as none), ``order`` the slots to use, oldest first, and ``newest`` the slot whose
     pair scales the initial matrix (γ = sᵀy/yᵀy; without a pair the steepest descent direction
     scaled to unit length). The lbfgs algorithm's step and the K-class rule's fold models both
-    use it; inner products by :func:`row_dot`."""
+    use it; inner products by :func:`row_dot`. One model on NumPy (``g`` 1-D) takes
+    :func:`_lbfgs_direction_one`, the same operations on NumPy scalars (the same bits)."""
     if g.ndim == 1 and is_numpy(xp):
         return _lbfgs_direction_one(g, s, y, rho, order, newest)
     # the inner product chosen once (on NumPy ``einsum`` itself: on a few hundred parameters the
