@@ -99,6 +99,30 @@ def test_accuracy_keeps_the_argmax_and_other_algorithms_say_why(gmean_model):
     assert slnd.gains is None and "not probabilities" in slnd.fit_report.decision.reason
 
 
+
+@pytest.mark.parametrize("spec", ["f1:average=micro", "fbeta:beta=2,average=micro", "jaccard:average=micro",
+                                  "precision:average=micro", "gower-legendre:average=micro"])
+def test_micro_averages_keep_the_argmax_which_maximises_them_as_it_does_accuracy(gmean_model, spec):
+    """With one label a row a micro average is an increasing function of accuracy (scikit-learn's
+    micro F1, precision and F-beta equal accuracy_score; micro Jaccard is accuracy / (2 − accuracy)):
+    the model keeps the argmax, says why, and predicts as the accuracy model does. Macro averages and
+    constrained micro ones still get a rule."""
+    from sklearn.metrics import accuracy_score, fbeta_score, jaccard_score
+
+    X, y, _ = gmean_model
+    predicted = np.random.default_rng(1).integers(0, y.max() + 1, y.size)
+    accuracy = accuracy_score(y, predicted)
+    assert f1_score(y, predicted, average="micro") == pytest.approx(accuracy)
+    assert fbeta_score(y, predicted, beta=2, average="micro") == pytest.approx(accuracy)
+    assert jaccard_score(y, predicted, average="micro") == pytest.approx(accuracy / (2 - accuracy))
+    model = calopt.fit(X, y, measure=spec)
+    assert model.gains is None and model.fit_report.decision.rule == "argmax"
+    assert "increasing function of accuracy alone" in model.fit_report.decision.reason
+    np.testing.assert_array_equal(model.predict(X), calopt.fit(X, y, measure="accuracy").predict(X))
+    assert calopt.fit(X, y, measure=spec.replace("average=micro", "average=macro")).gains is not None
+    constrained = calopt.fit(X, y, measure=spec, constraints=["recall[0]>=0.9"])
+    assert constrained.gains is not None
+
 def test_model_files_keep_the_rule_and_older_files_load_as_the_argmax(gmean_model, tmp_path):
     X, y, model = gmean_model
     model.save(tmp_path / "rule.npz")

@@ -36,7 +36,9 @@ over 50,000 on its development half (test values against every row's rule: mean 
 The rule is deterministic by default (a gain matrix: :mod:`calopt.models.rule`); with
 ``randomised=True`` the model keeps the Frank-Wolfe mixture instead, whose Frank-Wolfe gap
 :class:`~calopt.models.report.DecisionReport` reports either way. Accuracy keeps the argmax
-(its best rule); so do measures with no K-class form, algorithms whose scores are not
+(its best rule), and so do the micro averages, increasing functions of accuracy with one label a
+row (:func:`accuracy_alone`: the ratio-of-linear measures, whose bisection on the level
+(Narasimhan et al., as above) ends at the accuracy rule); so do measures with no K-class form, algorithms whose scores are not
 probabilities (SLND, one binary run per class) and data with a class of fewer than two rows.
 """
 
@@ -50,14 +52,14 @@ import scipy.sparse
 from calopt.backends import is_sparse, lbfgs_direction, put_slot_where, to_numpy
 from calopt.constraints import ClassConstrainedMeasure
 from calopt.errors import ParameterError
-from calopt.measures import Measure, class_counts, confusion_matrix
+from calopt.measures import Measure, PseudoLinearMeasure, class_counts, confusion_matrix
 from calopt.models.report import DecisionReport
 from calopt.models.rule import gain_predictions, softmax
 from calopt.training.decision import ITERATIONS, choose_rule
 from calopt.training.selection import stratified_folds
 
 __all__ = ["CERTIFICATE_ITERATIONS", "C_CANDIDATES", "C_CHOICE_BYTES", "FOLDS", "FOLD_PASSES", "RULE_ROWS",
-           "c_kept_reason", "choose_decision", "out_of_fold_proba", "rule_rows", "skip_reason"]
+           "accuracy_alone", "c_kept_reason", "choose_decision", "out_of_fold_proba", "rule_rows", "skip_reason"]
 
 #: Folds of the cross-fitting (fewer when the smallest class has fewer rows).
 FOLDS = 5
@@ -106,12 +108,32 @@ def rule_rows(codes: np.ndarray, weight: np.ndarray | None, seed: int, rows: int
     return index, sampled / sampled.mean()
 
 
+def accuracy_alone(measure: Measure, n_classes: int) -> bool:
+    """Whether ``measure``'s K-class value is an increasing function of accuracy alone: a micro
+    average (``f1``, ``fbeta``, ``jaccard``, ``precision``, ``gower-legendre`` with
+    ``average=micro``: the measure of the one-vs-rest counts summed over the classes). With one
+    label a row, a row predicted wrong is one false positive (of the class predicted) and one
+    false negative (of its own), so the sums are TP = a, FP = FN = n − a, TN = (K − 2)·n + a for a
+    rows right of n: the value is a function of a, increasing for these measures (checked on a
+    grid of a). The argmax then is the best rule, as for accuracy: Narasimhan et al.'s bisection
+    on the level of a ratio-of-linear measure ends at the accuracy rule."""
+    if n_classes < 3 or getattr(measure, "average", None) != "micro" or not isinstance(measure, PseudoLinearMeasure) \
+            or type(measure).from_class_counts is not PseudoLinearMeasure.from_class_counts:
+        return False
+    right = np.linspace(0.0, 1.0, 101)  # a / n
+    values = np.asarray(measure.from_counts(right, 1 - right, (n_classes - 2) + right, 1 - right, xp=np), dtype=np.float64)
+    return bool(np.all(np.isfinite(values)) and np.all(np.diff(values) > 0))
+
+
 def skip_reason(measure: Measure, algorithm: Any, n_classes: int) -> str | None:
     """Why the model keeps the argmax (None: a rule is chosen)."""
     if n_classes < 3:
         return "two classes: calopt.fit trains a binary model with its threshold for them"
     if measure.name == "accuracy":
         return "the argmax is the best rule for accuracy"
+    if accuracy_alone(measure, n_classes):
+        return (f"{measure.spec} of single-label classes is an increasing function of accuracy alone (summed "
+                f"over the classes, FP = FN = the rows predicted wrong): the argmax is its best rule")
     if measure.multiclass is None:
         return f"measure {measure.spec!r} has no K-class form; its one-vs-rest values are reported"
     if algorithm.name != "multinomial":
