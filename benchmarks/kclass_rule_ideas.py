@@ -18,6 +18,8 @@ Ideas (``IDEAS``):
 * ``c-logloss``: C of {0.1, 1, 10} chosen by the out-of-fold log loss of the probabilities (the
   probability model's own cross-validation, whatever the measure); ``c-oof-recall``: ``c-oof`` for
   the measures of the recalls, ``base`` for macro-F1;
+* ``c-logloss-plugin``: ``c-logloss``, with balanced accuracy (linear in the confusion matrix)
+  by its plug-in rule ``argmax_j η_j/π_j`` unpolished (the Bayes rule for calibrated η);
 * ``pseudo-A``: for G-mean and H-mean the rule is chosen on recalls counted with A pseudo-rows,
   (TP + A) / (n + 2A), so that a rule trading a class of a few rows to a small recall out of
   fold pays less than nothing (other measures as ``base``).
@@ -140,6 +142,14 @@ def rule_codes(idea: str, cached: Any, measure: str) -> np.ndarray:
                   for C in CS}
         best = min(CS, key=lambda C: (losses[C], C != 1.0))
         return chosen(best, calopt.get_measure(spec)).predict(cached[f"test_{best}"])
+    if idea == "c-logloss-plugin":  # c-logloss; balanced accuracy (linear in C) by its plug-in rule, unpolished
+        if measure != "balanced-accuracy":
+            return rule_codes("c-logloss", cached, measure)
+        losses = {C: -np.mean(np.log(np.maximum(cached[f"oof_{C}"][np.arange(codes.size), codes], 1e-300)))
+                  for C in CS}
+        best = min(CS, key=lambda C: (losses[C], C != 1.0))
+        prior = np.bincount(codes, minlength=cached["test_1.0"].shape[1]).astype(np.float64)
+        return np.argmax(cached[f"test_{best}"] / np.maximum(prior, 1e-300), axis=1)
     if idea == "c-oof-recall":  # c-oof for the measures of the recalls, base for F1
         return rule_codes("base" if measure == "f1" else "c-oof", cached, measure)
     if idea.startswith("guard-"):  # the argmax unless the rule beats it out of fold by more than the margin
