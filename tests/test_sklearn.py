@@ -691,8 +691,36 @@ def test_macro_scorer_is_the_mean_over_classes():
         f1_score(y, predicted, average="macro"))
     assert make_scorer("gmean", average="macro")(estimator, X, y) == pytest.approx(np.mean(
         [geometric_mean_score(y == c, predicted == c) for c in range(3)]))
-    with pytest.raises(ValueError, match="multiclass but average='binary'"):
-        make_scorer("f1")(estimator, X, y)
+    with pytest.raises(ValueError, match="multiclass but average='binary'; use average='multiclass'"):
+        make_scorer("f1", average="binary")(estimator, X, y)
+
+
+def test_scorers_default_to_the_k_class_form_with_more_than_two_classes():
+    """Without ``average``, three classes score the measure's K-class form (imbalanced-learn's
+    multiclass G-mean, scikit-learn's macro F1 and balanced accuracy), as the estimator's score;
+    a measure with no K-class form the mean over the classes; two classes stay binary."""
+    from sklearn.metrics import recall_score
+
+    X, y = load_iris(return_X_y=True)
+    estimator = LogisticRegression(max_iter=1000).fit(X[::7], y[::7])
+    predicted = estimator.predict(X)
+    assert make_scorer("gmean")(estimator, X, y) == pytest.approx(
+        geometric_mean_score(y, predicted, average="multiclass"))
+    assert make_scorer("f1")(estimator, X, y) == pytest.approx(f1_score(y, predicted, average="macro"))
+    assert make_scorer("balanced-accuracy")(estimator, X, y) == pytest.approx(balanced_accuracy_score(y, predicted))
+    assert make_scorer("tpr")(estimator, X, y) == pytest.approx(np.mean(
+        [recall_score(y == c, predicted == c) for c in range(3)]))
+    two = y < 2
+    binary = LogisticRegression(max_iter=1000).fit(X[two][::5], y[two][::5])
+    assert make_scorer("f1")(binary, X[two], y[two]) == pytest.approx(f1_score(y[two], binary.predict(X[two])))
+    # labels given: three classes where a fold's truth and predictions hold two (the K-class form:
+    # the macro F1 of the classes present, as scikit-learn's default labels; binary F1 would be 2/3)
+    truth, guess = [0, 0, 1, 1, 1], [0, 1, 1, 1, 0]
+    assert measure_score(truth, guess, measure="f1", labels=[0, 1, 2]) == pytest.approx(
+        f1_score(truth, guess, average="macro"))
+    assert measure_score(truth, guess, measure="f1") == pytest.approx(f1_score(truth, guess))
+    model = CaloptClassifier("gmean").fit(X, y)
+    assert make_scorer("gmean")(model, X, y) == pytest.approx(model.score(X, y))
 
 
 def test_every_registered_measure_has_a_scorer_plugins_included():

@@ -22,11 +22,14 @@ __all__ = ["labels_1d", "make_scorer", "measure_score", "sample_weights"]
 _NUMPY = get_backend("numpy").xp
 
 
-def measure_score(y_true: Any, y_pred: Any, *, measure: Any, pos_label: Any = 1, average: str = "binary",
+def measure_score(y_true: Any, y_pred: Any, *, measure: Any, pos_label: Any = 1, average: str | None = None,
                   labels: Any = None, sample_weight: Any = None) -> float:
     """The value of a calopt ``measure`` for predicted labels ``y_pred`` against ``y_true``.
 
-    ``average="binary"`` (the default) scores ``pos_label`` against the other label, as
+    ``average=None`` (the default) is ``"binary"`` for two labels and, for more (in the labels,
+    the predictions or ``labels``), ``"multiclass"`` where the measure has a K-class form, else
+    ``"macro"``: what :meth:`CaloptClassifier.score <calopt.sklearn.CaloptClassifier.score>` gives
+    for a model trained for it. ``average="binary"`` scores ``pos_label`` against the other label, as
     scikit-learn's ``f1_score`` does (pos_label 1 by default; give it for other labels);
     ``average="macro"`` is the mean over ``labels`` (default: every label in ``y_true``
     or ``y_pred``) of each label against the rest, what a one-vs-rest
@@ -45,9 +48,13 @@ def measure_score(y_true: Any, y_pred: Any, *, measure: Any, pos_label: Any = 1,
         raise ValueError(f"y_true has {y_true.shape[0]} labels but y_pred has {y_pred.shape[0]}")
     weight = None if sample_weight is None else sample_weights(sample_weight, y_true.shape[0], zero_ok=True)
     present = np.unique(np.concatenate([y_true, y_pred]))
+    if average is None:
+        classes = present.size if labels is None else max(present.size, np.unique(np.asarray(labels)).size)
+        average = "binary" if classes <= 2 else "multiclass" if measure.multiclass else "macro"
     if average == "binary":
         if present.size > 2:
-            raise ValueError(f"Target is multiclass but average='binary'; use average='macro' "
+            raise ValueError(f"Target is multiclass but average='binary'; use average='multiclass' (the "
+                             f"measure over the classes) or 'macro' (each against the rest) "
                              f"(labels: {present.tolist()})")
         if present.size == 2 and pos_label not in present.tolist():
             raise ValueError(f"pos_label={pos_label!r} is not a valid label: it should be one of "
@@ -90,8 +97,10 @@ def make_scorer(measure: Any, *, pos_label: Any = None, average: str | None = No
     ``cross_val_score`` and ``GridSearchCV``, or as the objective of
     ``TunedThresholdClassifierCV``. ``pos_label`` (default 1, as scikit-learn's own
     scorers), ``average`` and ``labels`` are those of :func:`measure_score`; give
-    ``pos_label`` when the labels are not {0, 1} or {−1, 1}. An unknown measure is an
-    error here, not at the first score.
+    ``pos_label`` when the labels are not {0, 1} or {−1, 1}. With more than two classes it
+    scores the measure's K-class form by default (G-mean of the per-class recalls, macro F1,
+    ...), as the estimator's ``score`` does. An unknown measure is an error here, not at the
+    first score.
     """
     spec = registry.get_measure(measure).spec
     options = {key: value for key, value in (("pos_label", pos_label), ("average", average), ("labels", labels))
