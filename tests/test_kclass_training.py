@@ -390,13 +390,31 @@ def test_a_given_c_or_no_selection_keeps_the_c_and_the_model_of_the_run():
 
 
 def test_c_is_kept_where_the_rule_works_on_a_sample_or_the_memory_would_be_large():
-    from calopt.training.multiclass import C_CHOICE_BYTES, c_kept_reason
+    from calopt.training.multiclass import C_CHOICE_BYTES, C_ROWS_A_PARAMETER, c_kept_reason
 
     small, wide = np.zeros((10, 100)), scipy_sparse_shape(10, 2_000_000)
     assert c_kept_reason(small, 5, sampled=False) is None
     assert "rule's sample" in c_kept_reason(small, 5, sampled=True)
     reason = c_kept_reason(wide, 20, sampled=False)
     assert "parameters a model" in reason and f"{C_CHOICE_BYTES >> 20} MiB" in reason
+    # 4 classes of (3 + 1) weights: 16 parameters; kept from C_ROWS_A_PARAMETER rows a parameter
+    assert c_kept_reason(np.zeros((16 * C_ROWS_A_PARAMETER - 1, 3)), 4, sampled=False) is None
+    assert "rows for 16 parameters" in c_kept_reason(np.zeros((16 * C_ROWS_A_PARAMETER, 3)), 4, sampled=False)
+
+
+def test_many_rows_a_parameter_keep_the_runs_c_and_say_why():
+    """3 features and 4 classes (16 parameters) on 1,700 rows: the model is the C = 1 model the run
+    trained (the accuracy model's coefficients) and the report says why C was not chosen; on 1,500
+    rows (under 100 a parameter) C is chosen among the candidates."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1700, 3))
+    y = np.argmax(X @ rng.normal(size=(3, 4)) + rng.gumbel(size=(1700, 4)), axis=1)
+    kept = calopt.fit(X, y, measure="gmean", seed=0)
+    assert "rows for 16 parameters" in kept.fit_report.decision.C_kept and kept.fit_report.decision.C == 1.0
+    plain = calopt.fit(X, y, measure="accuracy", seed=0)
+    np.testing.assert_array_equal(kept.coef, plain.coef)
+    chosen = calopt.fit(X[:1500], y[:1500], measure="gmean", seed=0)
+    assert chosen.fit_report.decision.C_kept is None and len(chosen.fit_report.decision.C_log_loss) == 3
 
 
 def scipy_sparse_shape(n: int, d: int):
