@@ -58,8 +58,9 @@ from calopt.models.rule import gain_predictions, softmax
 from calopt.training.decision import ITERATIONS, choose_rule
 from calopt.training.selection import stratified_folds
 
-__all__ = ["CERTIFICATE_ITERATIONS", "C_CANDIDATES", "C_CHOICE_BYTES", "C_ROWS_A_PARAMETER", "FOLDS", "FOLD_PASSES", "RULE_ROWS",
-           "accuracy_alone", "c_kept_reason", "choose_decision", "out_of_fold_proba", "rule_rows", "skip_reason"]
+__all__ = ["CERTIFICATE_ITERATIONS", "C_CANDIDATES", "C_CHOICE_BYTES", "C_ROWS_A_PARAMETER", "FOLDS", "FOLD_PASSES",
+           "RULE_ROWS", "accuracy_alone", "c_kept_reason", "choose_decision", "out_of_fold_proba", "rule_rows",
+           "skip_reason"]
 
 #: Folds of the cross-fitting (fewer when the smallest class has fewer rows).
 FOLDS = 5
