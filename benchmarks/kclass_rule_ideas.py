@@ -119,6 +119,13 @@ def pseudo_measure(spec: str, a: float) -> Any:
     return cls(**{f.name: getattr(measure, f.name) for f in dataclasses.fields(measure)})
 
 
+def logloss_c(cached: Any) -> float:
+    """The C of ``CS`` whose out-of-fold probabilities have the smallest log loss (ties: C = 1)."""
+    codes = cached["y_train"]
+    losses = {C: -np.mean(np.log(np.maximum(cached[f"oof_{C}"][np.arange(codes.size), codes], 1e-300))) for C in CS}
+    return min(CS, key=lambda C: (losses[C], C != 1.0))
+
+
 def rule_codes(idea: str, cached: Any, measure: str) -> np.ndarray:
     """The test class codes of ``idea``'s rule for ``measure`` on one cached dataset × split."""
     import calopt
@@ -138,16 +145,12 @@ def rule_codes(idea: str, cached: Any, measure: str) -> np.ndarray:
         best = max(CS, key=lambda C: (rules[C].value, C == 1.0))
         return rules[best].predict(cached[f"test_{best}"])
     if idea == "c-logloss":
-        losses = {C: -np.mean(np.log(np.maximum(cached[f"oof_{C}"][np.arange(codes.size), codes], 1e-300)))
-                  for C in CS}
-        best = min(CS, key=lambda C: (losses[C], C != 1.0))
+        best = logloss_c(cached)
         return chosen(best, calopt.get_measure(spec)).predict(cached[f"test_{best}"])
     if idea == "c-logloss-plugin":  # c-logloss; balanced accuracy (linear in C) by its plug-in rule, unpolished
         if measure != "balanced-accuracy":
             return rule_codes("c-logloss", cached, measure)
-        losses = {C: -np.mean(np.log(np.maximum(cached[f"oof_{C}"][np.arange(codes.size), codes], 1e-300)))
-                  for C in CS}
-        best = min(CS, key=lambda C: (losses[C], C != 1.0))
+        best = logloss_c(cached)
         prior = np.bincount(codes, minlength=cached["test_1.0"].shape[1]).astype(np.float64)
         return np.argmax(cached[f"test_{best}"] / np.maximum(prior, 1e-300), axis=1)
     if idea == "c-oof-recall":  # c-oof for the measures of the recalls, base for F1
