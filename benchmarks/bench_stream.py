@@ -26,7 +26,7 @@ algorithm=A, measure=M, epochs=E, select="none")`` for SPADE (Q-mean) and STAMP 
 default batch size (or each ``--batch-size``), from the fit's history (the loop's own seconds;
 the survey, step trial and threshold passes apart). ``--compare`` also runs each fit with the
 rows copied through the shuffle pool (the route before the epoch gathered them from the
-mapping), alternating. Results go to ``benchmarks/results/stream_epochs.json``.
+mapping), alternating. Results go to ``benchmarks/results/stream_epochs.json`` (or ``--out``).
 """
 
 from __future__ import annotations
@@ -178,7 +178,8 @@ def run(directory: Path, limit_mb: int, epochs: int, measure: str, text: bool, o
               + (f", test {measure} {test_value:.4f}" if test_value is not None else ""))
 
 
-def epochs(directory: Path, count: int, batch_sizes: list[int | None], repeat: int, compare: bool) -> None:
+def epochs(directory: Path, count: int, batch_sizes: list[int | None], repeat: int, compare: bool,
+           out: Path | None = None) -> None:
     """Per-epoch seconds of SPADE and STAMP streamed from ``directory`` against reading X once,
     one BLAS thread; the bound is read again before each fit (interleaved: a busy machine slows
     both alike) and the ratio uses the bound read next to that fit. ``compare``: each fit also
@@ -233,7 +234,7 @@ def epochs(directory: Path, count: int, batch_sizes: list[int | None], repeat: i
                     print(f"{algorithm} {route:6s} batch {run['batch_size']:5d}: epochs "
                           f"{', '.join(f'{e:.2f}' for e in each)} s, {min(each) / bound:.1f}× reading X once "
                           f"({bound:.2f} s, {X.nbytes / bound / 1e9:.1f} GB/s), load {load:.2f}", flush=True)
-    out = RESULTS.with_name("stream_epochs.json")
+    out = out or RESULTS.with_name("stream_epochs.json")
     out.write_text(json.dumps(report, indent=1) + "\n")
 
 
@@ -259,6 +260,7 @@ def main() -> None:
                         help="repeatable (default: fit's default batch)")
     timing.add_argument("--repeat", type=int, default=1)
     timing.add_argument("--compare", action="store_true", help="also the rows copied through the shuffle pool")
+    timing.add_argument("--out", type=Path, help="the results file (default results/stream_epochs.json)")
     one = commands.add_parser("_one")
     one.add_argument("--limit-mb", type=int, default=0)
     one.add_argument("argv", nargs="+")
@@ -266,7 +268,7 @@ def main() -> None:
     if args.command == "generate":
         generate(args.directory, args.gigabytes, args.sub_rows, args.seed)
     elif args.command == "epochs":
-        epochs(args.directory, args.epochs, args.batch_size or [None], args.repeat, args.compare)
+        epochs(args.directory, args.epochs, args.batch_size or [None], args.repeat, args.compare, args.out)
     elif args.command == "run":
         run(args.directory, args.limit_mb, args.epochs, args.measure, args.text,
             {step for step in args.only.split(",") if step})

@@ -24,8 +24,9 @@ benchmark's ``mmap-10m/train``. Results go to ``--out``.
 algorithm=A, epochs=2, select="none")``, the loop's seconds from its history) with the stream's
 batches replaced, for this measurement only, by the ``float32, runs of R`` path: the file's runs of
 R rows in one seeded random order (no shuffle buffer), each batch float32 as stored in an object
-whose products fold the scale in (:class:`FoldedRows`). What calopt's epoch would cost on that path;
-calopt itself does not serve batches so (its streamed models equal the in-memory ones to the bit).
+whose products fold the scale in (:class:`FoldedRows`): the path without calopt's shuffle buffer
+(since the tenth session calopt's own folded epochs serve the buffer's runs the same way:
+``calopt.io.stream.FoldedRows``; ``bench_stream.py epochs`` times those).
 
     python benchmarks/epoch_floor.py DIR [--batch-size 1024] [--runs 16 64] [--epochs 2] [--calopt 64]
 """

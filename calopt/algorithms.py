@@ -371,6 +371,11 @@ class Algorithm(Component):
     #: so wide data can be trained in that span (:mod:`calopt.training.rowspace`): the same models
     #: up to rounding and a convergence test on other coordinates.
     rotation_invariant: ClassVar[bool] = False
+    #: ``update`` reads a batch's rows only through the products ``X @ w`` and ``X.T @ c`` (no
+    #: entry, sum or slice of X itself): a stream may serve them as stored with the scale folded
+    #: into the products (:class:`~calopt.io.stream.FoldedRows`, float32 rows of a memory-mapped
+    #: ``X.npy``), instead of a float64 copy of every row divided by the scale.
+    products_only: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, problem: Problem) -> NamedTuple:

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from calopt.backends import is_numpy
 from calopt.errors import DataError, ParameterError, one_line
 from calopt.io.batches import ArrayReader, Batch
 from calopt.io.files import (
@@ -87,6 +88,14 @@ BUFFER_ROWS = 50_000
 STREAM_ABOVE_BYTES = 1 << 30
 #: Rows of the pool gathered at a time to serve batches (at least one batch).
 GATHER_ROWS = 16_384
+#: Where an epoch serves folded batches (:class:`FoldedRows`: float32 rows of a memory-mapped
+#: ``X.npy`` to an algorithm that reads rows only through products), the shuffle keeps runs of
+#: this many consecutive rows together, and a batch mixes at least :data:`RUNS_A_BATCH` runs
+#: (:func:`run_rows`): a random 400-byte row of a 4 GB mapping cost about 100 ns to gather, a
+#: run of 64 rows about as much as reading them (``benchmarks/epoch_floor.py``).
+RUN_ROWS = 64
+#: The fewest runs a batch mixes: runs are at most batch_size / RUNS_A_BATCH rows (1 below that).
+RUNS_A_BATCH = 16
 #: The description file :func:`convert` writes into its directory.
 META = "calopt-stream.json"
 _PARQUET_MAGIC = b"PAR1"
@@ -994,6 +1003,48 @@ def read_whole(source: ChunkSource) -> Dataset:
 
 
 # ----------------------------------------------------------------------------- the reader
+def run_rows(batch_size: int) -> int:
+    """Rows a run of a folded epoch holds: :data:`RUN_ROWS`, fewer where a batch would mix fewer
+    than :data:`RUNS_A_BATCH` runs (1 from batches of 31 rows down: batch size 1 draws single
+    rows, the papers' pointwise updates)."""
+    return max(1, min(RUN_ROWS, batch_size // RUNS_A_BATCH))
+
+
+class FoldedRows:
+    """A batch of rows as stored (float32) standing for the rows divided by the scale: ``X @ w``
+    is ``X_stored @ (w / scale)`` and ``X.T @ c`` is ``(X_storedᵀ @ c) / scale``, each product
+    in the rows' dtype and returned in float64. The scale is folded into the d-vector (or the
+    (d, k) matrix) instead of dividing every entry of every row; the products are the scaled
+    rows' to float32's rounding, not to the bit. What an epoch serves an algorithm that reads a
+    batch's rows only through these two products (``Algorithm.products_only``)."""
+
+    ndim = 2
+
+    def __init__(self, X: np.ndarray, inverse: np.ndarray):
+        self.X, self.inverse, self.shape = X, inverse, X.shape
+        self.dtype = np.dtype(np.float64)
+
+    def __matmul__(self, other: Any) -> np.ndarray:
+        inverse = self.inverse if np.ndim(other) == 1 else self.inverse[:, None]
+        return (self.X @ (other * inverse).astype(self.X.dtype)).astype(np.float64)
+
+    @property
+    def T(self) -> _FoldedTranspose:
+        return _FoldedTranspose(self)
+
+
+class _FoldedTranspose:
+    ndim = 2
+
+    def __init__(self, rows: FoldedRows):
+        self.rows, self.shape = rows, rows.shape[::-1]
+
+    def __matmul__(self, other: Any) -> np.ndarray:
+        rows = self.rows
+        product = (rows.X.T @ np.asarray(other).astype(rows.X.dtype)).astype(np.float64)
+        return product * (rows.inverse if product.ndim == 1 else rows.inverse[:, None])
+
+
 class StreamedRows:
     """The training features of a stream as a (n, d) operand of ``@``: ``X @ w`` reads every
     part in file order and returns the (n,) or (n, k) products; ``X.T @ c`` sums the parts'
@@ -1029,6 +1080,17 @@ class _StreamedTranspose:
         return total
 
 
+def shuffled_runs(size: int, run: int, rng: np.random.Generator) -> np.ndarray:
+    """A permutation of ``range(size)`` that keeps runs of ``run`` consecutive places together:
+    the runs ``[0, run)``, ``[run, 2·run)``, … (the last one shorter) in ``rng.permutation``
+    order, each in place order. ``run`` 1 is ``rng.permutation(size)`` itself (the same draw)."""
+    if run <= 1:
+        return rng.permutation(size)
+    order = rng.permutation(-(-size // run))
+    places = (order[:, None] * run + np.arange(run)[None, :]).reshape(-1)
+    return places[places < size] if size % run else places
+
+
 class StreamReader:
     """The loop's reader over a chunked source: ``epoch`` shuffles by part order and a
     bounded buffer, ``full()`` is the whole data as :class:`StreamedRows`.
@@ -1047,11 +1109,15 @@ class StreamReader:
     """
 
     def __init__(self, source: ChunkSource, found: Survey, y: np.ndarray, scale: np.ndarray, xp: Any, *,
-                 buffer_rows: int = BUFFER_ROWS, progress: Callable[[int, str], None] | None = None):
+                 buffer_rows: int = BUFFER_ROWS, progress: Callable[[int, str], None] | None = None,
+                 folded: bool = False):
         if not isinstance(buffer_rows, int) or isinstance(buffer_rows, bool) or buffer_rows < 0:
             raise ParameterError(f"buffer_rows must be a whole number ≥ 0, not {buffer_rows!r}")
         self.source, self.survey, self.y, self.scale, self.xp = source, found, y, scale, xp
         self.buffer_rows, self.progress = int(buffer_rows), progress
+        #: serve a memory-mapped float32 ``X.npy``'s epochs folded (:class:`FoldedRows`, runs of
+        #: :func:`run_rows`): the caller's algorithm reads rows only through products
+        self.folded = bool(folded)
         self.starts = np.concatenate([[0], np.cumsum(found.part_rows)]).astype(np.int64)
         self.passes = 0
 
@@ -1135,13 +1201,15 @@ class StreamReader:
             if self.progress is not None:
                 self.progress(done, name)
 
-    def _draw(self, size: int, last: bool, batch_size: int, rng: np.random.Generator | None) -> tuple[int, np.ndarray]:
+    def _draw(self, size: int, last: bool, batch_size: int, rng: np.random.Generator | None,
+              run: int = 1) -> tuple[int, np.ndarray]:
         """How many rows of a pool of ``size`` to serve now (whole batches, ``buffer_rows`` kept
         back to mix with the next part; in file order without ``rng``, all of them at the ``last``
-        part), and the pool's rows in the order they are served (the first that many) or kept."""
+        part), and the pool's rows in the order they are served (the first that many) or kept:
+        a permutation of the pool's runs of ``run`` consecutive places (:func:`shuffled_runs`)."""
         if rng is None:
             return (size if last else (size // batch_size) * batch_size), np.arange(size)
-        return ((size - self.buffer_rows) // batch_size) * batch_size, rng.permutation(size)
+        return ((size - self.buffer_rows) // batch_size) * batch_size, shuffled_runs(size, run, rng)
 
     def _mapped_epoch(self, mapped: MappedRows, parts: list[int], batch_size: int, rng: np.random.Generator | None,
                       name: str) -> Iterator[Batch]:
@@ -1151,8 +1219,12 @@ class StreamReader:
         kept back in pool order), so the same batches, to the bit (the same rows as read, made
         float64 and scaled when served), without copying a part into the pool or the kept rows
         within it. A part none of whose rows is left in the pool leaves the resident set
-        (:meth:`MappedRows.drop`)."""
+        (:meth:`MappedRows.drop`). Folded (``folded``, float32 rows, NumPy): the draws permute the
+        pool's runs of :func:`run_rows` places (:func:`shuffled_runs`; 1 place below batches of
+        32 rows, the draws above) and each batch is the rows as stored in :class:`FoldedRows`."""
         X, starts, done = mapped.X, self.starts, 0
+        fold = self.folded and X.dtype == np.float32 and is_numpy(self.xp)
+        run = run_rows(batch_size) if fold else 1
         pool, live = np.zeros(0, dtype=np.int64), np.zeros(len(self.survey.part_rows), dtype=np.int64)
         try:
             for seen, index in enumerate(parts, start=1):
@@ -1160,9 +1232,9 @@ class StreamReader:
                 pool = np.concatenate([pool, np.arange(start, stop)])
                 live[index] = stop - start
                 if rng is None or (seen < len(parts) and pool.size > self.buffer_rows):
-                    serve, chosen = self._draw(pool.size, seen == len(parts), batch_size, rng)
+                    serve, chosen = self._draw(pool.size, seen == len(parts), batch_size, rng, run)
                     if serve:
-                        yield from self._gathered(X, pool, chosen[:serve], batch_size)
+                        yield from self._gathered(X, pool, chosen[:serve], batch_size, fold)
                         done += serve
                         if self.progress is not None:
                             self.progress(done, name)
@@ -1172,8 +1244,8 @@ class StreamReader:
                         mapped.drop(int(starts[gone]), int(starts[gone + 1]))
                     live = left
             if pool.size:
-                chosen = np.arange(pool.size) if rng is None else rng.permutation(pool.size)
-                yield from self._gathered(X, pool, chosen, batch_size)
+                chosen = np.arange(pool.size) if rng is None else shuffled_runs(pool.size, run, rng)
+                yield from self._gathered(X, pool, chosen, batch_size, fold)
                 done += pool.size
                 if self.progress is not None:
                     self.progress(done, name)
@@ -1181,9 +1253,19 @@ class StreamReader:
             del X
             mapped.close()
 
-    def _gathered(self, X: np.ndarray, pool: np.ndarray, chosen: np.ndarray, batch_size: int) -> Iterator[Batch]:
-        """The rows ``pool[chosen]`` of ``X`` (all the rows, as read), in that order, a batch at a time."""
+    def _gathered(self, X: np.ndarray, pool: np.ndarray, chosen: np.ndarray, batch_size: int,
+                  fold: bool = False) -> Iterator[Batch]:
+        """The rows ``pool[chosen]`` of ``X`` (all the rows, as read), in that order, a batch at a
+        time: made float64 and scaled, or as stored in :class:`FoldedRows` (``fold``)."""
         y, prepared = self.y, self.prepared
+        if fold:  # X is 2-D, as wide as the data (a dense directory's X.npy)
+            inverse = 1.0 / np.asarray(self.scale, dtype=np.float64)
+            rows = pool[chosen]
+            labels = y[rows]
+            for start in range(0, chosen.size, batch_size):
+                yield Batch(FoldedRows(np.take(X, rows[start:start + batch_size], axis=0), inverse),
+                            labels[start:start + batch_size], None)
+            return
         for start in range(0, chosen.size, batch_size):
             rows = pool[chosen[start:start + batch_size]]
             yield Batch(prepared(np.take(X, rows, axis=0)), y[rows], None)

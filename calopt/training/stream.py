@@ -12,7 +12,10 @@ What changes against the in-memory pipeline (:mod:`calopt.training.pipeline`), e
    (default 10). Cross-fitting and the held-out early stopping need the rows in memory
    for every fold model, so ``select="cv:K"``/``"holdout:F"`` are refused on a stream.
 3. The loop reads the stream through :class:`~calopt.io.stream.StreamReader`: parts in
-   a seeded random order and a bounded shuffle buffer; rows are scaled when served.
+   a seeded random order and a bounded shuffle buffer; rows are scaled when served, or, for
+   a memory-mapped float32 ``X.npy`` and an algorithm that reads rows only through products
+   (SPADE, STAMP: ``Algorithm.products_only``), served as stored with the scale folded into
+   those products and shuffled by runs of consecutive rows (:class:`~calopt.io.stream.FoldedRows`).
 4. The threshold is tuned as ``select="none"`` does in memory, on the training rows'
    scores (rows the weights were trained on, not held-out ones), for every algorithm
    including the plug-in, which holds no rows out here: first on the threshold sample the
@@ -162,7 +165,7 @@ class StreamFit:
                                epochs=plan.budget.passes())
         algorithm.check_problem(problem)
         reader = StreamReader(source, found, backend.asarray(y_pm), factors, backend.xp, buffer_rows=self.buffer_rows,
-                              progress=self.progress)
+                              progress=self.progress, folded=algorithm.products_only)
         algorithm, trial_rows = self._settings(found, reader, problem, y_pm, backend, kept_rows)
 
         def record(info: EpochRecord) -> dict[str, float]:

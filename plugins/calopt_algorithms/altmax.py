@@ -78,6 +78,7 @@ def _level_from_sums(sums: tuple, old_level: Array, problem: Problem) -> Array:
 @dataclasses.dataclass(frozen=True)
 class _AltMax(Algorithm):
     family: ClassVar[str] = "pseudo-linear"
+    products_only: ClassVar[bool] = True  # batches only through X @ w and X.T @ c
     tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (1.0, 10.0, 100.0)),
                                                Tunable("radius", (None, 1.0), trial=False))
     stackable: ClassVar[bool] = True

@@ -40,6 +40,7 @@ class Spade(Algorithm):
 
     name: ClassVar[str] = "spade"
     family: ClassVar[str] = "concave"
+    products_only: ClassVar[bool] = True  # batches only through X @ w and X.T @ c
     tunables: ClassVar[tuple[Tunable, ...]] = (Tunable("step", (1.0, 10.0, 100.0)),
                                                Tunable("radius", (None, 1.0), trial=False))
     stackable: ClassVar[bool] = True
