@@ -24,7 +24,7 @@ benchmark's ``mmap-10m/train``. Results go to ``--out``.
 algorithm=A, epochs=2, select="none")``, the loop's seconds from its history) with the stream's
 batches replaced, for this measurement only, by the ``float32, runs of R`` path: the file's runs of
 R rows in one seeded random order (no shuffle buffer), each batch float32 as stored in an object
-whose products fold the scale in (:class:`FoldedRows`): the path without calopt's shuffle buffer
+whose products fold the scale in (``calopt.io.stream.FoldedRows``): the path without calopt's shuffle buffer
 (since the tenth session calopt's own folded epochs serve the buffer's runs the same way:
 ``calopt.io.stream.FoldedRows``; ``bench_stream.py epochs`` times those).
 
@@ -104,33 +104,13 @@ def epoch(X: np.ndarray, y: np.ndarray, scale: np.ndarray, batch: int, run: int 
     return time.perf_counter() - started
 
 
-class _FoldedTranspose:
-    def __init__(self, X: np.ndarray, inverse: np.ndarray):
-        self.X, self.inverse = X, inverse
-
-    def __matmul__(self, c: np.ndarray) -> np.ndarray:
-        return (self.X.T @ c.astype(self.X.dtype)).astype(np.float64) * self.inverse
-
-
-class FoldedRows:
-    """Rows as stored (float32) whose products are those of the rows divided by the scale, the
-    scale folded into the other factor: ``X @ w`` is ``X_stored @ (w / scale)`` and ``X.T @ c`` is
-    ``(X_storedᵀ @ c) / scale``, each product in the rows' dtype."""
-
-    def __init__(self, X: np.ndarray, inverse: np.ndarray):
-        self.X, self.inverse, self.shape = X, inverse, X.shape
-        self.T = _FoldedTranspose(X, inverse)
-
-    def __matmul__(self, w: np.ndarray) -> np.ndarray:
-        return (self.X @ (w * self.inverse).astype(self.X.dtype)).astype(np.float64)
-
-
 def calopt_on_runs(directory: Path, run: int, algorithm: str, measure: str, epochs: int) -> list[float]:
     """Seconds of each of calopt's epochs with its stream's batches served as float32 runs of ``run``
     rows (see the module's docstring); the patch is undone before returning."""
     import calopt
     from calopt.io import stream
     from calopt.io.batches import Batch
+    from calopt.io.stream import FoldedRows
 
     def runs_epoch(self, mapped, parts, batch_size, rng, name):  # StreamReader._mapped_epoch's signature
         X = mapped.X

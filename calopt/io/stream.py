@@ -1029,20 +1029,26 @@ class FoldedRows:
         return (self.X @ (other * inverse).astype(self.X.dtype)).astype(np.float64)
 
     @property
-    def T(self) -> _FoldedTranspose:
-        return _FoldedTranspose(self)
+    def T(self) -> _Transpose:
+        return _Transpose(self)
+
+    def transposed_product(self, other: Any) -> np.ndarray:
+        """``self.T @ other``: the stored rows' product, divided by the scale after it."""
+        product = (self.X.T @ np.asarray(other).astype(self.X.dtype)).astype(np.float64)
+        return product * (self.inverse if product.ndim == 1 else self.inverse[:, None])
 
 
-class _FoldedTranspose:
+class _Transpose:
+    """``rows.T`` of a rows object (:class:`FoldedRows`, :class:`StreamedRows`): its ``@`` is
+    ``rows.transposed_product``."""
+
     ndim = 2
 
-    def __init__(self, rows: FoldedRows):
+    def __init__(self, rows: Any):
         self.rows, self.shape = rows, rows.shape[::-1]
 
     def __matmul__(self, other: Any) -> np.ndarray:
-        rows = self.rows
-        product = (rows.X.T @ np.asarray(other).astype(rows.X.dtype)).astype(np.float64)
-        return product * (rows.inverse if product.ndim == 1 else rows.inverse[:, None])
+        return self.rows.transposed_product(other)
 
 
 class StreamedRows:
@@ -1062,19 +1068,13 @@ class StreamedRows:
         return np.concatenate([X @ other for X, _, _ in self.reader.in_order("scores")])
 
     @property
-    def T(self) -> _StreamedTranspose:
-        return _StreamedTranspose(self)
+    def T(self) -> _Transpose:
+        return _Transpose(self)
 
-
-class _StreamedTranspose:
-    ndim = 2
-
-    def __init__(self, rows: StreamedRows):
-        self.rows, self.shape = rows, rows.shape[::-1]
-
-    def __matmul__(self, other: Any) -> np.ndarray:
+    def transposed_product(self, other: Any) -> np.ndarray:
+        """``self.T @ other``: the parts' products summed, in file order."""
         total = None
-        for X, start, stop in self.rows.reader.in_order("gradient"):
+        for X, start, stop in self.reader.in_order("gradient"):
             term = X.T @ other[start:stop]
             total = term if total is None else total + term
         return total
