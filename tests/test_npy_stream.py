@@ -242,6 +242,35 @@ def test_a_folded_epoch_serves_runs_of_the_shuffle_buffer(tmp_path, part_rows, b
     assert all(type(batch.X) is np.ndarray for batch in reader.epoch(batch_size, np.random.default_rng(0)))
 
 
+def test_a_folded_epoch_closes_its_mapping_and_drops_parts(tmp_path, monkeypatch):
+    """A folded epoch (float32, runs of 4 at batch 64) drops each part once none of its rows is
+    left in the buffer, serves every row once, and closes the mapping at its end and when the
+    loop stops early; a zero column (scale 1) trains to finite weights."""
+    import calopt
+    from calopt.io import stream
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((1000, 3)).astype(np.float32)
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(1000) > 0.5, 1, -1)
+    folder = _dense(tmp_path, X, y)
+    reader, _ = _reader(folder, 50, 60, folded=True)
+    closed, drops = [], []
+    drop, close = stream.MappedRows.drop, stream.MappedRows.close
+    monkeypatch.setattr(stream.MappedRows, "drop", lambda self, a, b: (drops.append((a, b)), drop(self, a, b)))
+    monkeypatch.setattr(stream.MappedRows, "close", lambda self: (closed.append(True), close(self)))
+    served = [row for batch in reader.epoch(64, np.random.default_rng(3)) for row in batch.X.X[:, 0]]
+    assert sorted(served) == sorted(X[:, 0].tolist()) and closed == [True] and len(drops) >= 5
+    epoch = reader.epoch(64, np.random.default_rng(4))
+    next(epoch), next(epoch)
+    epoch.close()
+    assert closed == [True, True]
+    X[:, 2] = 0.0  # a zero column: its scale is 1 in training (the reader is handed the factors)
+    (tmp_path / "zero").mkdir()
+    model = calopt.fit(open_stream(_dense(tmp_path / "zero", X, y)), measure="gmean", algorithm="spade", epochs=2,
+                       select="none", batch_size=64)
+    assert np.all(np.isfinite(model.coef)) and model.coef.ravel()[2] == 0.0
+
+
 def test_parts_whose_rows_all_left_the_pool_leave_the_resident_set(tmp_path, monkeypatch):
     """Each part dropped from the mapping (its pages released) has no row served after the drop,
     at least one part is dropped mid-epoch, and the mapping is closed at the end of an epoch and
