@@ -101,7 +101,10 @@ def run_task(name: str, split_seed: int, measures: list[str], kwargs: dict[str, 
 
 
 def _load(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text()) if path.exists() else {"cells": {}, "twins": {}, "datasets": {}}
+    """``bench_suite.load_results``, with the route's twins beside its cells."""
+    results = bench_suite.load_results(path)
+    results.setdefault("twins", {})
+    return results
 
 
 def run(args: argparse.Namespace) -> None:

@@ -1258,18 +1258,16 @@ class StreamReader:
                   fold: bool = False) -> Iterator[Batch]:
         """The rows ``pool[chosen]`` of ``X`` (all the rows, as read), in that order, a batch at a
         time: made float64 and scaled, or as stored in :class:`FoldedRows` (``fold``)."""
-        y, prepared = self.y, self.prepared
         if fold:  # X is 2-D, as wide as the data (a dense directory's X.npy)
             inverse = 1.0 / np.asarray(self.scale, dtype=np.float64)
-            rows = pool[chosen]
-            labels = y[rows]
-            for start in range(0, chosen.size, batch_size):
-                yield Batch(FoldedRows(np.take(X, rows[start:start + batch_size], axis=0), inverse),
-                            labels[start:start + batch_size], None)
-            return
+            prepared = lambda stored: FoldedRows(stored, inverse)  # noqa: E731
+        else:
+            prepared = self.prepared
+        rows = pool[chosen]
+        labels = self.y[rows]
         for start in range(0, chosen.size, batch_size):
-            rows = pool[chosen[start:start + batch_size]]
-            yield Batch(prepared(np.take(X, rows, axis=0)), y[rows], None)
+            yield Batch(prepared(np.take(X, rows[start:start + batch_size], axis=0)), labels[start:start + batch_size],
+                        None)
 
     def _batches(self, X: Any, rows: np.ndarray, chosen: np.ndarray, batch_size: int) -> Iterator[Batch]:
         """The pool's rows ``chosen`` (features as read), in that order, as the batches of an
