@@ -106,47 +106,48 @@ def test_shapes_that_do_not_agree_are_refused(tmp_path):
 
 
 # ----------------------------------------------------------------------------- epochs over the mapping
-def _runs_permutation(size, run, rng):
-    """``shuffled_runs`` by its definition, with lists: the runs [0, run), [run, 2·run), … (the last
-    shorter) in ``rng.permutation`` order, each in place order; run 1: ``rng.permutation(size)``."""
-    if run <= 1:
-        return list(rng.permutation(size))
-    places = []
-    for r in rng.permutation(-(-size // run)):
-        places += list(range(r * run, min((r + 1) * run, size)))
-    return places
-
-
 def _reference_epoch(X, y, starts, batch_size, buffer_rows, rng, scale, run=1):
     """The shuffle buffer's batches by its definition, with plain lists of row numbers: parts in
-    ``rng.permutation`` order, each added to the pool; past ``buffer_rows`` rows (not at the
-    last part) a permutation of the pool serves whole batches and keeps ``buffer_rows`` rows or
-    a few more, in pool order; the rest served at the end. ``rng`` None: parts in file order,
-    each pool served in order, whole batches only until the last part."""
+    ``rng.permutation`` order, each added to the pool as runs of ``run`` consecutive rows from
+    its first row (the last shorter; ``run`` 1: single rows); past ``buffer_rows`` rows (not at
+    the last part) a permutation of the pool's runs gives the rows in serving order, whole
+    batches are served and the runs not served (the one the last batch ends in: its rest) stay,
+    in pool order; the rest served at the end. ``rng`` None: parts in file order, each pool
+    served in order, whole batches only until the last part."""
     n_parts = len(starts) - 1
     order = list(range(n_parts)) if rng is None or n_parts == 1 else list(rng.permutation(n_parts))
-    pool, batches = [], []
+    pool, batches = [], []  # runs: lists of row numbers
 
     def serve(rows):
         for i in range(0, len(rows), batch_size):
             chunk = rows[i:i + batch_size]
             batches.append((X[chunk] / scale if scale is not None else X[chunk], y[chunk]))
 
+    def rows_of(permutation, served):
+        rows, kept = [], {}
+        for place in permutation:
+            room = served - len(rows)
+            rows += pool[place][:max(room, 0)]
+            if room < len(pool[place]):
+                kept[place] = pool[place][max(room, 0):]
+        return rows, [kept[place] for place in sorted(kept)]
+
     for k, part in enumerate(order):
-        pool += list(range(starts[part], starts[part + 1]))
-        last = k == n_parts - 1
-        if rng is None or (not last and len(pool) > buffer_rows):
+        rows = list(range(starts[part], starts[part + 1]))
+        pool += [rows[i:i + run] for i in range(0, len(rows), run)]
+        size, last = sum(map(len, pool)), k == n_parts - 1
+        if rng is None or (not last and size > buffer_rows):
             if rng is None:
-                served = len(pool) if last else len(pool) // batch_size * batch_size
+                served = size if last else size // batch_size * batch_size
                 permutation = list(range(len(pool)))
             else:
-                served = (len(pool) - buffer_rows) // batch_size * batch_size
-                permutation = _runs_permutation(len(pool), run, rng)
-            serve([pool[i] for i in permutation[:served]])
-            pool = [pool[i] for i in sorted(permutation[served:])]
+                served = (size - buffer_rows) // batch_size * batch_size
+                permutation = list(rng.permutation(len(pool)))
+            rows, pool = rows_of(permutation, served)
+            serve(rows)
     if pool:
-        permutation = range(len(pool)) if rng is None else _runs_permutation(len(pool), run, rng)
-        serve([pool[i] for i in permutation])
+        permutation = range(len(pool)) if rng is None else rng.permutation(len(pool))
+        serve(rows_of(permutation, sum(map(len, pool)))[0])
     return batches
 
 
@@ -185,15 +186,6 @@ def test_an_epoch_over_the_mapping_serves_the_shuffle_buffers_batches(tmp_path, 
             assert (batch.y == y_ref).all() and batch.weight is None
 
 
-@pytest.mark.parametrize("size, run", [(10, 1), (10, 3), (12, 4), (1, 5), (64, 64), (65, 64)])
-def test_shuffled_runs_keep_runs_of_consecutive_places(size, run):
-    from calopt.io.stream import shuffled_runs
-
-    got = shuffled_runs(size, run, np.random.default_rng(7))
-    assert got.tolist() == [int(i) for i in _runs_permutation(size, run, np.random.default_rng(7))]
-    assert sorted(got.tolist()) == list(range(size))
-
-
 def test_run_rows_keeps_sixteen_runs_a_batch_and_single_rows_below():
     from calopt.io.stream import RUN_ROWS, run_rows
 
@@ -218,9 +210,9 @@ def test_folded_rows_products_are_the_scaled_rows_products():
 @pytest.mark.parametrize("part_rows, buffer_rows, batch_size", [(100, 150, 64), (97, 500, 50), (2000, 100, 1024),
                                                                 (64, 0, 7), (100, 150, 200)])
 def test_a_folded_epoch_serves_runs_of_the_shuffle_buffer(tmp_path, part_rows, buffer_rows, batch_size):
-    """float32 rows served folded: the shuffle buffer's batches with the pool's runs of
-    run_rows(batch_size) places permuted (the plain-list reference), the rows as stored, to the
-    bit; float64 rows are not folded (the buffer's batches of scaled rows, as before)."""
+    """float32 rows served folded: the shuffle buffer's batches with the pool held as runs of
+    run_rows(batch_size) rows of a part, the runs permuted (the plain-list reference), the rows
+    as stored, to the bit; float64 rows are not folded (the buffer's batches of scaled rows, as before)."""
     from calopt.io.stream import FoldedRows, run_rows
 
     rng = np.random.default_rng(1)

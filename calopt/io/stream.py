@@ -1026,7 +1026,7 @@ class FoldedRows:
         self.dtype = np.dtype(np.float64)
 
     def __matmul__(self, other: Any) -> np.ndarray:
-        inverse = self.inverse if np.ndim(other) == 1 else self.inverse[:, None]
+        inverse = self.inverse if other.ndim == 1 else self.inverse[:, None]
         return (self.X @ (other * inverse).astype(self.X.dtype)).astype(np.float64)
 
     @property
@@ -1035,7 +1035,7 @@ class FoldedRows:
 
     def transposed_product(self, other: Any) -> np.ndarray:
         """``self.T @ other``: the stored rows' product, divided by the scale after it."""
-        product = (self.X.T @ np.asarray(other).astype(self.X.dtype)).astype(np.float64)
+        product = (self.X.T @ other.astype(self.X.dtype)).astype(np.float64)
         return product * (self.inverse if product.ndim == 1 else self.inverse[:, None])
 
 
@@ -1081,15 +1081,47 @@ class StreamedRows:
         return total
 
 
-def shuffled_runs(size: int, run: int, rng: np.random.Generator) -> np.ndarray:
-    """A permutation of ``range(size)`` that keeps runs of ``run`` consecutive places together:
-    the runs ``[0, run)``, ``[run, 2·run)``, … (the last one shorter) in ``rng.permutation``
-    order, each in place order. ``run`` 1 is ``rng.permutation(size)`` itself (the same draw)."""
-    if run <= 1:
-        return rng.permutation(size)
-    order = rng.permutation(-(-size // run))
-    places = (order[:, None] * run + np.arange(run)[None, :]).reshape(-1)
-    return places[places < size] if size % run else places
+class _Runs:
+    """A mapped epoch's pool: runs of consecutive rows, as (first row, rows) pairs in pool order,
+    and the part each run lies in. A part enters as runs of ``run`` rows from its first row (the
+    last one shorter); a serve takes whole runs in a drawn order and splits at most one, the run
+    its last batch ends in, keeping that run's other rows as a run in its place."""
+
+    def __init__(self, run: int):
+        self.run = run
+        empty = np.zeros(0, dtype=np.int64)
+        self.firsts, self.lengths, self.parts, self.size = empty, empty, empty, 0
+
+    def add(self, start: int, stop: int, part: int) -> None:
+        firsts = np.arange(start, stop, self.run, dtype=np.int64)
+        lengths = np.minimum(self.run, stop - firsts) if self.run > 1 else np.ones_like(firsts)
+        self.firsts = np.concatenate([self.firsts, firsts])
+        self.lengths = np.concatenate([self.lengths, lengths])
+        self.parts = np.concatenate([self.parts, np.full(firsts.size, part, dtype=np.int64)])
+        self.size += stop - start
+
+    def take(self, order: np.ndarray, serve: int) -> np.ndarray:
+        """The rows of the runs in ``order`` (a permutation of the pool's runs), the first
+        ``serve`` of them; the runs not served stay in pool order (the one split, its rest)."""
+        if self.run == 1:  # runs of one row: the rows themselves
+            rows = self.firsts[order[:serve]]
+            kept = np.sort(order[serve:])
+        else:
+            lengths = self.lengths[order]
+            ends = np.cumsum(lengths)
+            whole = int(np.searchsorted(ends, serve, side="right"))  # runs served whole
+            rows = np.repeat(self.firsts[order[:whole]] - (ends[:whole] - lengths[:whole]), lengths[:whole])
+            rows += np.arange(rows.size, dtype=np.int64)
+            part = serve - rows.size  # rows served of the next run: its rest stays
+            if part:
+                split = order[whole]
+                rows = np.concatenate([rows, self.firsts[split] + np.arange(part, dtype=np.int64)])
+                self.firsts[split] += part
+                self.lengths[split] -= part
+            kept = np.sort(order[whole:])
+        self.firsts, self.lengths, self.parts = self.firsts[kept], self.lengths[kept], self.parts[kept]
+        self.size -= serve
+        return rows
 
 
 class StreamReader:
@@ -1203,14 +1235,15 @@ class StreamReader:
                 self.progress(done, name)
 
     def _draw(self, size: int, last: bool, batch_size: int, rng: np.random.Generator | None,
-              run: int = 1) -> tuple[int, np.ndarray]:
+              runs: int | None = None) -> tuple[int, np.ndarray]:
         """How many rows of a pool of ``size`` to serve now (whole batches, ``buffer_rows`` kept
         back to mix with the next part; in file order without ``rng``, all of them at the ``last``
-        part), and the pool's rows in the order they are served (the first that many) or kept:
-        a permutation of the pool's runs of ``run`` consecutive places (:func:`shuffled_runs`)."""
+        part), and the pool's ``runs`` (its rows when None) in the order they are served: a
+        ``rng.permutation``."""
+        runs = size if runs is None else runs
         if rng is None:
-            return (size if last else (size // batch_size) * batch_size), np.arange(size)
-        return ((size - self.buffer_rows) // batch_size) * batch_size, shuffled_runs(size, run, rng)
+            return (size if last else (size // batch_size) * batch_size), np.arange(runs)
+        return ((size - self.buffer_rows) // batch_size) * batch_size, rng.permutation(runs)
 
     def _mapped_epoch(self, mapped: MappedRows, parts: list[int], batch_size: int, rng: np.random.Generator | None,
                       name: str) -> Iterator[Batch]:
@@ -1220,54 +1253,52 @@ class StreamReader:
         kept back in pool order), so the same batches, to the bit (the same rows as read, made
         float64 and scaled when served), without copying a part into the pool or the kept rows
         within it. A part none of whose rows is left in the pool leaves the resident set
-        (:meth:`MappedRows.drop`). Folded (``folded``, float32 rows, NumPy): the draws permute the
-        pool's runs of :func:`run_rows` places (:func:`shuffled_runs`; 1 place below batches of
-        32 rows, the draws above) and each batch is the rows as stored in :class:`FoldedRows`."""
+        (:meth:`MappedRows.drop`). Folded (``folded``, float32 rows, NumPy): the pool holds runs
+        of :func:`run_rows` consecutive rows of a part (:class:`_Runs`; single rows below batches
+        of 32, the draws above), the draws permute the runs, and each batch is the rows as stored
+        in :class:`FoldedRows`."""
         X, starts, done = mapped.X, self.starts, 0
         fold = self.folded and X.dtype == np.float32 and is_numpy(self.xp)
-        run = run_rows(batch_size) if fold else 1
-        pool, live = np.zeros(0, dtype=np.int64), np.zeros(len(self.survey.part_rows), dtype=np.int64)
+        pool, live = _Runs(run_rows(batch_size) if fold else 1), np.zeros(len(self.survey.part_rows), dtype=np.int64)
         try:
             for seen, index in enumerate(parts, start=1):
                 start, stop = int(starts[index]), int(starts[index + 1])
-                pool = np.concatenate([pool, np.arange(start, stop)])
+                pool.add(start, stop, index)
                 live[index] = stop - start
                 if rng is None or (seen < len(parts) and pool.size > self.buffer_rows):
-                    serve, chosen = self._draw(pool.size, seen == len(parts), batch_size, rng, run)
+                    serve, order = self._draw(pool.size, seen == len(parts), batch_size, rng, pool.firsts.size)
+                    rows = pool.take(order, serve)
                     if serve:
-                        yield from self._gathered(X, pool, chosen[:serve], batch_size, fold)
+                        yield from self._gathered(X, rows, batch_size, fold)
                         done += serve
                         if self.progress is not None:
                             self.progress(done, name)
-                    pool = pool[np.sort(chosen[serve:])]
-                    left = np.bincount(np.searchsorted(starts, pool, side="right") - 1, minlength=live.size)
+                    left = np.bincount(pool.parts, minlength=live.size)
                     for gone in np.flatnonzero((live > 0) & (left == 0)):
                         mapped.drop(int(starts[gone]), int(starts[gone + 1]))
                     live = left
             if pool.size:
-                chosen = np.arange(pool.size) if rng is None else shuffled_runs(pool.size, run, rng)
-                yield from self._gathered(X, pool, chosen, batch_size, fold)
-                done += pool.size
+                runs = pool.firsts.size
+                rows = pool.take(np.arange(runs) if rng is None else rng.permutation(runs), pool.size)
+                yield from self._gathered(X, rows, batch_size, fold)
+                done += rows.size
                 if self.progress is not None:
                     self.progress(done, name)
         finally:
             del X
             mapped.close()
 
-    def _gathered(self, X: np.ndarray, pool: np.ndarray, chosen: np.ndarray, batch_size: int,
-                  fold: bool = False) -> Iterator[Batch]:
-        """The rows ``pool[chosen]`` of ``X`` (all the rows, as read), in that order, a batch at a
-        time: made float64 and scaled, or as stored in :class:`FoldedRows` (``fold``)."""
+    def _gathered(self, X: np.ndarray, rows: np.ndarray, batch_size: int, fold: bool = False) -> Iterator[Batch]:
+        """The ``rows`` of ``X`` (all the rows, as read), in that order, a batch at a time: made
+        float64 and scaled, or as stored in :class:`FoldedRows` (``fold``)."""
         if fold:  # X is 2-D, as wide as the data (a dense directory's X.npy)
             inverse = 1.0 / np.asarray(self.scale, dtype=np.float64)
             prepared = lambda stored: FoldedRows(stored, inverse)  # noqa: E731
         else:
             prepared = self.prepared
-        rows = pool[chosen]
-        labels = self.y[rows]
-        for start in range(0, chosen.size, batch_size):
-            yield Batch(prepared(np.take(X, rows[start:start + batch_size], axis=0)), labels[start:start + batch_size],
-                        None)
+        labels, take = self.y[rows], X.take
+        for start in range(0, rows.size, batch_size):
+            yield Batch(prepared(take(rows[start:start + batch_size], axis=0)), labels[start:start + batch_size], None)
 
     def _batches(self, X: Any, rows: np.ndarray, chosen: np.ndarray, batch_size: int) -> Iterator[Batch]:
         """The pool's rows ``chosen`` (features as read), in that order, as the batches of an
