@@ -151,14 +151,14 @@ def _reference_epoch(X, y, starts, batch_size, buffer_rows, rng, scale, run=1):
     return batches
 
 
-def _reader(folder, part_rows, buffer_rows, folded=False):
+def _reader(folder, part_rows, buffer_rows, folded=False, keep_mapped=False):
     from calopt.io.stream import StreamReader
 
     source = open_stream(folder, part_rows=part_rows)
     found = survey(source)
     y = np.where(found.labels > 0, 1.0, -1.0)
     return StreamReader(source, found, y, found.max_abs.astype(np.float64), np, buffer_rows=buffer_rows,
-                        folded=folded), y
+                        folded=folded, keep_mapped=keep_mapped), y
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -294,6 +294,48 @@ def test_parts_whose_rows_all_left_the_pool_leave_the_resident_set(tmp_path, mon
     next(epoch), next(epoch)
     epoch.close()
     assert closed == [True, True]
+
+
+@pytest.mark.parametrize("folded", [False, True])
+def test_a_small_mapping_is_kept_between_epochs_and_serves_the_same_batches(tmp_path, monkeypatch, folded):
+    """A mapping kept between epochs (keep_mapped; by default a file of at most KEEP_MAPPED_SHARE
+    of the physical memory) is made once, releases no part and stays open across epochs until
+    the reader is closed, and its epochs are the batches of the mapping made and dropped each
+    epoch, to the bit; a fit from a directory closes it at its end."""
+    import calopt
+    from calopt.io import stream
+
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((1000, 3)).astype(np.float32)
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(1000) > 0.5, 1, -1)
+    folder = _dense(tmp_path, X, y)
+    made, drops, closed = [], [], []
+    mapped, drop, close = stream._DenseDirectory.mapped, stream.MappedRows.drop, stream.MappedRows.close
+    monkeypatch.setattr(stream._DenseDirectory, "mapped", lambda self: (made.append(True), mapped(self))[1])
+    monkeypatch.setattr(stream.MappedRows, "drop", lambda self, a, b: (drops.append((a, b)), drop(self, a, b)))
+    monkeypatch.setattr(stream.MappedRows, "close", lambda self: (closed.append(True), close(self)))
+    kept, _ = _reader(folder, 50, 60, folded=folded, keep_mapped=None)  # 12 KB: kept by the share
+    fresh, _ = _reader(folder, 50, 60, folded=folded, keep_mapped=False)
+    for seed in (3, 4):
+        for a, b in zip(kept.epoch(64, np.random.default_rng(seed)), fresh.epoch(64, np.random.default_rng(seed)),
+                        strict=True):
+            got, want = (a.X.X, b.X.X) if folded else (a.X, b.X)
+            assert got.dtype == want.dtype and (got == want).all() and (a.y == b.y).all()
+    assert len(made) == 3 and len(closed) == 2 and len(drops) >= 10  # the fresh reader's two epochs
+    kept.close()
+    assert len(closed) == 3
+    next(iter(kept.epoch(64, np.random.default_rng(5))))  # mapped again after close
+    assert len(made) == 4
+    kept.close()
+    monkeypatch.setattr(stream, "KEEP_MAPPED_SHARE", 0.0)  # every file released part by part
+    small, _ = _reader(folder, 50, 60, folded=folded, keep_mapped=None)
+    list(small.epoch(64, np.random.default_rng(3)))
+    assert len(closed) == 5 and len(made) == 5
+    monkeypatch.setattr(stream, "KEEP_MAPPED_SHARE", 1.0)
+    made.clear(), closed.clear(), drops.clear()
+    calopt.fit(open_stream(folder, part_rows=50), measure="gmean", algorithm="spade", epochs=3, select="none",
+               batch_size=64)
+    assert len(made) == 1 and closed == [True] and not drops
 
 
 def test_a_directory_trains_the_in_memory_model(tmp_path):

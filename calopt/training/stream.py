@@ -166,18 +166,21 @@ class StreamFit:
         algorithm.check_problem(problem)
         reader = StreamReader(source, found, backend.asarray(y_pm), factors, backend.xp, buffer_rows=self.buffer_rows,
                               progress=self.progress, folded=algorithm.products_only)
-        algorithm, trial_rows = self._settings(found, reader, problem, y_pm, backend, kept_rows)
+        try:  # a memory-mapped X.npy may stay mapped between epochs (StreamReader.keep_mapped)
+            algorithm, trial_rows = self._settings(found, reader, problem, y_pm, backend, kept_rows)
 
-        def record(info: EpochRecord) -> dict[str, float]:
-            return {"rows_per_second": n * info.epoch / info.seconds if info.seconds > 0 else float("nan")}
+            def record(info: EpochRecord) -> dict[str, float]:
+                return {"rows_per_second": n * info.epoch / info.seconds if info.seconds > 0 else float("nan")}
 
-        result = run(algorithm, problem, reader, epochs=problem.epochs, seed=plan.seed, record=record,
-                     callback=plan.run.callback)
-        w, b = result.weights
-        if result.status == NONFINITE and result.epochs == 0 or not (np.any(w != 0) or np.any(b != 0)):
-            raise TrainingError(f"training made no progress on the stream with {algorithm.spec} (diverged in its "
-                                f"first epoch, or the weights are still 0); a smaller step or another loss may help")
-        threshold, train_value, exact_pass = self._threshold(reader, found, y_pm, w, b)
+            result = run(algorithm, problem, reader, epochs=problem.epochs, seed=plan.seed, record=record,
+                         callback=plan.run.callback)
+            w, b = result.weights
+            if result.status == NONFINITE and result.epochs == 0 or not (np.any(w != 0) or np.any(b != 0)):
+                raise TrainingError(f"training made no progress on the stream with {algorithm.spec} (diverged in its "
+                                    f"first epoch, or the weights are still 0); a smaller step or another loss may help")
+            threshold, train_value, exact_pass = self._threshold(reader, found, y_pm, w, b)
+        finally:
+            reader.close()
         history = [dict(row) for row in result.history]
         if history and train_value is not None:
             history[-1]["train"] = train_value
