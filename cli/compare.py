@@ -108,15 +108,15 @@ def _print_comparison(result: Any, constraints: tuple[RateConstraint, ...], trai
                 for entry in run.constraints]
         rates = (f"{run.tpr:.4f}", f"{run.tnr:.4f}") if binary else ()
         table.add_row(escape(run.method), f"{run.value:.4f}", *rates, *held, f"{run.seconds:.2f}", f"{run.passes:g}")
+    within = any(not e["satisfied"] and e["within_error"] for run in result.runs for e in run.constraints)
     if not binary:
-        table.caption = escape(f"trained on {train_set.source} ({result.n_train:,} rows), tested on "
-                               f"{result.n_test:,} rows; the measure over every class")
+        caption = (f"trained on {train_set.source} ({result.n_train:,} rows), tested on {result.n_test:,} rows; "
+                   f"the measure over every class" + (", each class's constraint its class against the rest"
+                                                      if constraints else ""))
     else:
-        table.caption = escape(
-            f"trained on {train_set.source} ({result.n_train:,} rows), tested on {result.n_test:,} rows; "
-            f"positive label {label_text(result.positive)} ({result.test_positive_rate:.1%} of the test rows)"
-            + (f"\n{WITHIN_ERROR_NOTE}" if any(not e["satisfied"] and e["within_error"] for run in result.runs
-                                               for e in run.constraints) else ""))
+        caption = (f"trained on {train_set.source} ({result.n_train:,} rows), tested on {result.n_test:,} rows; "
+                   f"positive label {label_text(result.positive)} ({result.test_positive_rate:.1%} of the test rows)")
+    table.caption = escape(caption + (f"\n{WITHIN_ERROR_NOTE}" if within else ""))
     console = Console()
     console.print(table)
     if plot is not None:

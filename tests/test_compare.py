@@ -244,6 +244,46 @@ def test_compare_on_three_classes_scores_the_k_class_measure_and_refuses_what_is
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
 
 
+def test_compare_on_three_classes_reports_per_class_constraints_for_every_method(files, monkeypatch):
+    """K classes with per-class constraints: calopt's rule trains subject to them (its model is
+    calopt.fit's with the same constraints) and every method reports each constraint's test value,
+    its class against the rest, equal to scikit-learn's recall and precision of its predictions;
+    a constraint without a class, or naming no training class, is one line, exit 2, before any
+    training."""
+    from sklearn.metrics import precision_score
+
+    X, y = make_classification(1500, 8, n_informative=5, n_classes=3, weights=[0.7, 0.2, 0.1], random_state=0)
+    y = np.array(["a", "b", "c"])[y]
+    specs = ["recall[c]>=0.8", "precision[b]>=0.5"]
+    result = compare(X[:1000], y[:1000], X[1000:], y[1000:], measure="gmean", constraints=specs)
+    model = calopt.fit(X[:1000], y[:1000], measure="gmean", constraints=specs)
+    route = make_pipeline(MaxAbsScaler(), LogisticRegression(max_iter=1000)).fit(X[:1000], y[:1000])
+    argmax = np.asarray(model.classes)[np.argmax(model.decision_function(X[1000:]), axis=1)]
+    predictions = {"calopt multinomial": model.predict(X[1000:]), "calopt multinomial, argmax": argmax,
+                   "sklearn LR, argmax": route.predict(X[1000:])}
+    assert [run.method for run in result.runs] == list(predictions)
+    truth = y[1000:]
+    for run in result.runs:
+        said = predictions[run.method]
+        recall = recall_score(truth == "c", said == "c")
+        precision = precision_score(truth == "b", said == "b")
+        assert [entry["constraint"] for entry in run.constraints] == specs
+        assert run.constraints[0]["test"] == pytest.approx(recall, abs=1e-12)
+        assert run.constraints[1]["test"] == pytest.approx(precision, abs=1e-12)
+        assert run.constraints[0]["satisfied"] == (recall >= 0.8)
+    assert result.runs[0].constraints[0]["within_error"]  # the rule meets the recall bound on new rows
+    assert not result.runs[2].constraints[0]["within_error"]  # the argmax does not come near it
+    np.savez(files / "three.npz", X=X, y=y)
+    monkeypatch.setattr("calopt.reporting.comparison.fit", lambda *a, **k: pytest.fail("trained before refusing"))
+    for spec, message in [("recall>=0.8", "constraint 'recall>=0.8': with 3 classes name the class, e.g. "
+                                          "'recall[c]>=0.8' (a class's recall or precision)"),
+                          ("recall[q]>=0.8", "constraint 'recall[q]>=0.8': no class 'q' in the training labels "
+                                             "(a, b, c)")]:
+        result = runner.invoke(app, ["compare", str(files / "three.npz"), "-m", "gmean", "--constraint", spec])
+        assert result.exit_code == 2
+        assert result.stderr.strip().splitlines() == [f"calopt: error: {message}"]
+
+
 def test_scikit_learn_warnings_are_one_line_each(files, monkeypatch):
     """A warning of scikit-learn's (L-BFGS stopping at max_iter) is a result: one line, each once."""
     import warnings

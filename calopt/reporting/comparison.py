@@ -22,7 +22,10 @@ train subject to them (by default the constrained solver and the plug-in route),
 scikit-learn route tunes its threshold among those meeting them (its scorer is the
 constrained measure: the measure where every constraint holds on a fold, below every
 feasible value elsewhere), and SGD, which has no way to honour them, is left out; each
-method reports each constraint's test value.
+method reports each constraint's test value. With K classes the constraints name a class
+(``recall[fraud]>=0.8``): calopt's decision rule is trained subject to them, and each method
+(calopt's rule, the argmax of the same model, scikit-learn's argmax) reports each one's test
+value, its class against the rest.
 
 Each result is data (:class:`MethodRun`): the test value, TPR and TNR, the fit seconds,
 the passes over the training data, and the curve of test values by pass and by seconds.
@@ -42,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from calopt import registry
-from calopt.constraints import ConstrainedMeasure, RateConstraint, constrain, parse_constraints
+from calopt.constraints import ConstrainedMeasure, RateConstraint, class_constrained, constrain, parse_constraints
 from calopt.errors import DataError, ParameterError
 from calopt.measures import confusion_counts
 from calopt.io.labels import encode_binary, label_text
@@ -115,11 +118,11 @@ def compare(X: Any, y: Any, X_test: Any, y_test: Any, *, measure: Any = "f1", al
     parsed = parse_constraints(constraints)
     spec = registry.get_measure(measure).spec
     if np.unique(np.asarray(y)).size > 2:
-        if parsed or positive is not None:
-            raise ParameterError(f"{'rate constraints' if parsed else 'a positive class'}: not for K-class labels "
-                                 f"(the training labels have {np.unique(np.asarray(y)).size} classes)")
+        if positive is not None:
+            raise ParameterError(f"a positive class: not for K-class labels (the training labels have "
+                                 f"{np.unique(np.asarray(y)).size} classes)")
         return _compare_classes(X, np.asarray(y), X_test, np.asarray(y_test), spec,
-                                measure if isinstance(measure, str) else spec, algorithms, epochs, seed)
+                                measure if isinstance(measure, str) else spec, algorithms, epochs, seed, parsed)
     constrained = constrain(registry.get_measure(spec), parsed)
     label = measure if isinstance(measure, str) else spec
     y, y_test = np.asarray(y), np.asarray(y_test)
@@ -141,34 +144,52 @@ def compare(X: Any, y: Any, X_test: Any, y_test: Any, *, measure: Any = "f1", al
 
 
 def _compare_classes(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, spec: str, label: str,
-                     algorithms: Any, epochs: int | None, seed: int) -> Comparison:
+                     algorithms: Any, epochs: int | None, seed: int,
+                     constraints: tuple[RateConstraint, ...] = ()) -> Comparison:
     """K classes: calopt (the multinomial model with the rule for the measure, and the argmax of the
     same model's scores) against scikit-learn's multinomial ``LogisticRegression`` (max-abs scaled,
-    ``max_iter=1000``, its argmax), each scored by the measure's K-class value; TPR and TNR are None."""
+    ``max_iter=1000``, its argmax), each scored by the measure's K-class value; TPR and TNR are None.
+    Per-class ``constraints`` (``recall[CLASS]>=0.8``): calopt's rule is trained subject to them,
+    and every method reports each one's test value (its class against the rest)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MaxAbsScaler
 
+    # resolved to their classes before any training: a constraint naming no class, or a class
+    # not in the training labels, is one line
+    classes = np.unique(y)
+    resolved = getattr(class_constrained(constrain(registry.get_measure(spec), constraints), classes),
+                       "constraints", ())
+
     def score(y_true: np.ndarray, y_pred: np.ndarray) -> float:
         return measure_score(y_true, y_pred, measure=spec, average="multiclass")
 
+    def held(predicted: np.ndarray) -> list[dict[str, Any]]:
+        return [_test_constraints((constraint,), y_test, predicted, classes[constraint.code])[0]
+                for constraint in resolved]
+
     runs = []
     for algorithm in algorithms or ["multinomial"]:
-        model = fit(X, y, measure=spec, algorithm=algorithm, epochs=epochs, seed=seed)
-        runs.append(_class_run(f"calopt {model.algorithm}", score(y_test, model.predict(X_test)), model.fit_seconds,
-                               len(model.history), f"calopt {model.algorithm}, {_rule_text(model)}"))
+        model = fit(X, y, measure=spec, algorithm=algorithm, epochs=epochs, seed=seed,
+                    constraints=constraints or None)
+        predicted = model.predict(X_test)
+        runs.append(_class_run(f"calopt {model.algorithm}", score(y_test, predicted), model.fit_seconds,
+                               len(model.history), f"calopt {model.algorithm}, {_rule_text(model)}",
+                               constraints=held(predicted)))
         if getattr(model, "has_rule", False):
             argmax = np.asarray(model.classes)[np.argmax(np.asarray(model.decision_function(X_test)), axis=1)]
             runs.append(_class_run(f"calopt {model.algorithm}, argmax", score(y_test, argmax), model.fit_seconds,
-                                   len(model.history), f"calopt {model.algorithm}, the argmax of its scores"))
+                                   len(model.history), f"calopt {model.algorithm}, the argmax of its scores",
+                                   constraints=held(argmax)))
     counting, iterations = _counting(LogisticRegression)
     caught: list[str] = []
     started = time.perf_counter()
     with _recorded(caught):
         reference = make_pipeline(MaxAbsScaler(), counting(max_iter=1000)).fit(X, y)
     seconds = time.perf_counter() - started
-    runs.append(_class_run("sklearn LR, argmax", score(y_test, reference.predict(X_test)), seconds,
-                           sum(iterations), "scikit-learn LogisticRegression (multinomial), its argmax", caught))
+    predicted = reference.predict(X_test)
+    runs.append(_class_run("sklearn LR, argmax", score(y_test, predicted), seconds, sum(iterations),
+                           "scikit-learn LogisticRegression (multinomial), its argmax", caught, held(predicted)))
     return Comparison(label, None, int(X.shape[0]), int(X_test.shape[0]), float("nan"), runs)
 
 
@@ -178,10 +199,11 @@ def _rule_text(model: Any) -> str:
 
 
 def _class_run(method: str, value: float, seconds: float, passes: float, description: str,
-               caught: list[str] | None = None) -> MethodRun:
+               caught: list[str] | None = None, constraints: list[dict[str, Any]] | None = None) -> MethodRun:
     return MethodRun(method, float(value), None, None, seconds, float(passes),
                      [{"passes": float(passes), "seconds": seconds, "value": float(value)}], description,
-                     "passes of the training loop (calopt) or L-BFGS iterations (scikit-learn)", caught or [])
+                     "passes of the training loop (calopt) or L-BFGS iterations (scikit-learn)", caught or [],
+                     constraints or [])
 
 
 def _scorer(spec: str, positive: Any) -> Any:
