@@ -299,9 +299,9 @@ def test_parts_whose_rows_all_left_the_pool_leave_the_resident_set(tmp_path, mon
 @pytest.mark.parametrize("folded", [False, True])
 def test_a_small_mapping_is_kept_between_epochs_and_serves_the_same_batches(tmp_path, monkeypatch, folded):
     """A mapping kept between epochs (keep_mapped; by default a file of at most KEEP_MAPPED_SHARE
-    of the physical memory) is made once, releases no part and stays open across epochs until
-    the reader is closed, and its epochs are the batches of the mapping made and dropped each
-    epoch, to the bit; a fit from a directory closes it at its end."""
+    of the physical memory) is made once and populated once, releases no part and stays open
+    across epochs until the reader is closed, and its epochs are the batches of the mapping made
+    and dropped each epoch, to the bit; a fit from a directory closes it at its end."""
     import calopt
     from calopt.io import stream
 
@@ -309,8 +309,10 @@ def test_a_small_mapping_is_kept_between_epochs_and_serves_the_same_batches(tmp_
     X = rng.standard_normal((1000, 3)).astype(np.float32)
     y = np.where(X[:, 0] + 0.3 * rng.standard_normal(1000) > 0.5, 1, -1)
     folder = _dense(tmp_path, X, y)
-    made, drops, closed = [], [], []
+    made, drops, closed, populated = [], [], [], []
     mapped, drop, close = stream._DenseDirectory.mapped, stream.MappedRows.drop, stream.MappedRows.close
+    populate = stream.MappedRows.populate
+    monkeypatch.setattr(stream.MappedRows, "populate", lambda self: (populated.append(True), populate(self)))
     monkeypatch.setattr(stream._DenseDirectory, "mapped", lambda self: (made.append(True), mapped(self))[1])
     monkeypatch.setattr(stream.MappedRows, "drop", lambda self, a, b: (drops.append((a, b)), drop(self, a, b)))
     monkeypatch.setattr(stream.MappedRows, "close", lambda self: (closed.append(True), close(self)))
@@ -322,6 +324,7 @@ def test_a_small_mapping_is_kept_between_epochs_and_serves_the_same_batches(tmp_
             got, want = (a.X.X, b.X.X) if folded else (a.X, b.X)
             assert got.dtype == want.dtype and (got == want).all() and (a.y == b.y).all()
     assert len(made) == 3 and len(closed) == 2 and len(drops) >= 10  # the fresh reader's two epochs
+    assert len(populated) == 1
     kept.close()
     assert len(closed) == 3
     next(iter(kept.epoch(64, np.random.default_rng(5))))  # mapped again after close
@@ -336,6 +339,35 @@ def test_a_small_mapping_is_kept_between_epochs_and_serves_the_same_batches(tmp_
     calopt.fit(open_stream(folder, part_rows=50), measure="gmean", algorithm="spade", epochs=3, select="none",
                batch_size=64)
     assert len(made) == 1 and closed == [True] and not drops
+
+
+def test_populating_a_mapping_where_the_system_cannot_is_nothing(tmp_path):
+    """MappedRows.populate asks for every page at once; a kernel without MADV_POPULATE_READ (an
+    OSError) or a system without madvise leaves the mapping as it is, the rows unchanged."""
+    from calopt.io import stream
+
+    X = np.arange(12, dtype=np.float32).reshape(4, 3)
+    folder = _dense(tmp_path, X, np.array([1, -1, 1, -1]))
+    mapped = open_stream(folder).mapped()
+
+    class Refusing:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def madvise(self, *args):
+            raise OSError(22, "Invalid argument")
+
+        def __len__(self):
+            return len(self.inner)
+
+    mapped.populate()  # this kernel: the pages mapped, nothing else changes
+    np.testing.assert_array_equal(mapped.X, X)
+    inner, mapped._map = mapped._map, Refusing(mapped._map)
+    mapped.populate()
+    mapped._map = inner
+    np.testing.assert_array_equal(mapped.X, X)
+    assert mapped.nbytes == len(inner)
+    mapped.close()
 
 
 def test_a_directory_trains_the_in_memory_model(tmp_path):

@@ -104,6 +104,8 @@ RUNS_A_BATCH = 16
 #: parts, not the file) made an epoch at 10⁷ × 100 float32 fault every page in again: 0.23 s of the
 #: reader's 0.86 s.
 KEEP_MAPPED_SHARE = 0.25
+#: Linux's ``MADV_POPULATE_READ`` (``mmap`` names it from Python 3.13): map a range's pages now.
+MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
 #: The description file :func:`convert` writes into its directory.
 META = "calopt-stream.json"
 _PARQUET_MAGIC = b"PAR1"
@@ -419,6 +421,15 @@ class MappedRows:
     @property
     def nbytes(self) -> int:
         return len(self._map)
+
+    def populate(self) -> None:
+        """Map every page now, in one call (``MADV_POPULATE_READ``, Linux 5.14 and later; elsewhere
+        nothing): cheaper than the page faults of a first pass over the file."""
+        if hasattr(self._map, "madvise"):
+            try:
+                self._map.madvise(MADV_POPULATE_READ)
+            except (OSError, ValueError):  # an older kernel, another system: the faults as before
+                pass
 
     def drop(self, start: int, stop: int) -> None:
         """Release the whole pages of rows ``start:stop`` (their first and last page may hold other rows)."""
@@ -1267,6 +1278,7 @@ class StreamReader:
         keep = self.keep_mapped
         if mapped is not None and (keep or keep is None and mapped.nbytes <= KEEP_MAPPED_SHARE * _physical_memory()):
             self._kept = mapped
+            mapped.populate()
         return mapped
 
     def close(self) -> None:
