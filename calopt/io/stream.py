@@ -1301,16 +1301,16 @@ class StreamReader:
     def _mapped_epoch(self, mapped: MappedRows, parts: list[int], batch_size: int, rng: np.random.Generator | None,
                       name: str, kept: bool = False) -> Iterator[Batch]:
         """:meth:`epoch` over rows mapped whole (:meth:`ChunkSource.mapped`): the pool holds row
-        numbers only, and each batch is gathered from the mapping by them. The same steps as the
-        pool of rows below (parts added in ``parts`` order, the same draws of ``rng``, the rows
-        kept back in pool order), so the same batches, to the bit (the same rows as read, made
-        float64 and scaled when served), without copying a part into the pool or the kept rows
-        within it. A part none of whose rows is left in the pool leaves the resident set
-        (:meth:`MappedRows.drop`), and the mapping is closed at the epoch's end, unless it is
-        ``kept`` for the next epoch (:meth:`_mapping`). Folded (``folded``, float32 rows, NumPy): the pool holds runs
-        of :func:`run_rows` consecutive rows of a part (:class:`_Runs`; single rows below batches
-        of 32, the draws above), the draws permute the runs, and each batch is the rows as stored
-        in :class:`FoldedRows`."""
+        numbers only (:class:`_Runs` of one row), and each batch is gathered from the mapping by
+        them. The same steps as the pool of rows below (parts added in ``parts`` order, the same
+        draws of ``rng``, the rows kept back in pool order), so the same batches, to the bit (the
+        same rows as read, made float64 and scaled when served), without copying a part into the
+        pool or the kept rows within it. A part none of whose rows is left in the pool leaves the
+        resident set (:meth:`MappedRows.drop`), and the mapping is closed at the epoch's end,
+        unless it is ``kept`` for the next epoch (:meth:`_mapping`: then neither). Folded
+        (``folded``, float32 rows, NumPy): the pool holds runs of :func:`run_rows` consecutive
+        rows of a part (single rows below batches of 32, the draws above), the draws permute the
+        runs, and each batch is the rows as stored in :class:`FoldedRows`."""
         X, starts, done = mapped.X, self.starts, 0
         fold = self.folded and X.dtype == np.float32 and is_numpy(self.xp)
         pool, live = _Runs(run_rows(batch_size) if fold else 1), np.zeros(len(self.survey.part_rows), dtype=np.int64)
