@@ -166,6 +166,33 @@ def test_bench_text_reads_both_collections(tmp_path):
         bench_text.messages(folder)
 
 
+def test_bench_text_reads_bbc_with_its_rarest_category_positive(tmp_path):
+    """BBC News: train, val and test CSVs (text,category, quoted text with commas and newlines),
+    read in that order; the rarest category is positive, ties broken by name."""
+    bench_text = _bench_text()
+    folder = tmp_path / "bbc"
+    folder.mkdir()
+    (folder / "train.csv").write_text('text,category\n"a, b",sport\n"c\nd",tech\n', encoding="utf-8")
+    (folder / "val.csv").write_text("text,category\ne,sport\nf,business\n", encoding="utf-8")
+    (folder / "test.csv").write_text("text,category\ng,business\nh,sport\n", encoding="utf-8")
+    name, texts, labels = bench_text.messages(folder)
+    assert name == "bbc" and texts == ["a, b", "c\nd", "e", "f", "g", "h"]
+    assert labels.tolist() == [0, 1, 0, 0, 0, 0]  # tech: 1 article (business 2, sport 3)
+
+
+def test_bench_text_summary_counts_calopt_and_the_twin_against_the_route():
+    bench_text = _bench_text()
+    cells = {"a": {"margin": 0.02, "twin_margin": 0.0}, "b": {"margin": -0.03, "twin_margin": -0.005},
+             "c": {"margin": -0.01, "twin_margin": 0.01}, "d": {"margin": 0.0, "twin_margin": -0.025}}
+    summary = bench_text.summarize(cells)
+    assert summary["cells"] == 4
+    assert summary["mean_margin"] == pytest.approx(-0.005) and summary["twin_mean_margin"] == pytest.approx(-0.005)
+    assert summary["median_margin"] == pytest.approx(-0.005) and summary["twin_median_margin"] == pytest.approx(-0.0025)
+    assert summary["within_0.01"] == 0.75 and summary["twin_within_0.01"] == 0.75
+    assert summary["below_-0.02"] == 1 and summary["twin_below_-0.02"] == 1
+    assert summary["worst"] == -0.03 and summary["twin_worst"] == -0.025
+
+
 # -- the development / confirmation halves (issue 25) ---------------------------------
 
 def _committed_split():

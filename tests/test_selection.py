@@ -592,10 +592,11 @@ def test_one_split_on_wide_rows_keeps_the_fold_model_s_in_sample_share(monkeypat
 
 def test_a_model_that_fits_its_training_rows_keeps_the_held_out_rate_on_new_rows():
     """Text-like rows (6,060 sparse binary features, 1,500 rows, 10% positives; positives carry a few of
-    60 "spam" words): the refit model scores its own training rows higher than new ones. Its threshold
-    keeps the fold models' in-sample share, so on fresh rows it predicts positive about the positive
-    rate and F1 stays high; the share of held-out rows, applied to the training rows, predicted 2%
-    positive and F1 0.34 here."""
+    60 "spam" words): the refit model scores its own training rows higher than new ones, so neither
+    the held-out rows' share applied to its training rows (2% of new rows predicted positive, F1 0.34
+    here) nor a share of them carries over; with as many columns as rows it keeps the raw
+    out-of-fold threshold, and on fresh rows it predicts positive about the positive rate and F1
+    stays high."""
     rng = np.random.default_rng(0)
 
     def draw(n):
@@ -613,6 +614,35 @@ def test_a_model_that_fits_its_training_rows_keeps_the_held_out_rate_on_new_rows
     assert f1_score(y_new > 0, predicted) > 0.75
 
 
+@pytest.mark.parametrize("columns", [299, 300, 2000])
+def test_the_raw_threshold_is_kept_from_as_many_columns_as_rows(monkeypatch, columns):
+    """300 training rows: from 300 columns on (2,000: trained in the span of the rows, whose rank
+    is 150 here, every row twice) the refit model keeps the raw out-of-fold threshold and says why;
+    at 299 columns the folds decide (:meth:`Selector._share_fails`: here they find the share failing
+    too, and say so in their words). A given rule of one split keeps the share at any width."""
+    import calopt.training.pipeline as pipeline
+
+    ranks = []
+    row_space = pipeline.RowSpace.of
+
+    def spy(*args, **kwargs):
+        space = row_space(*args, **kwargs)
+        ranks.append(None if space is None else space.features.shape[1])
+        return space
+
+    monkeypatch.setattr(pipeline.RowSpace, "of", spy)
+    rng = np.random.default_rng(3)
+    X = np.tile(rng.normal(size=(150, columns)), (2, 1)) if columns == 2000 else rng.normal(size=(300, columns))
+    y = (X[:, 0] + X[:, 1] + rng.logistic(size=300) > 1.5).astype(int)
+    model = calopt.fit(X, y, measure="f1", seed=0)
+    transfer = model.fit_report.selection.get("threshold_transfer", "")
+    assert model.fit_report.selection["rule"] == "cv:5"
+    assert transfer.startswith("out-of-fold threshold (as many columns as rows") == (columns >= 300)
+    assert ranks[-1] == (150 if columns == 2000 else None)
+    held = calopt.fit(X, y, measure="f1", seed=0, select="holdout:0.2")
+    assert "threshold_transfer" not in held.fit_report.selection
+
+
 def _wide_rows(rng, n, d, chosen, w):
     """n binary rows of d columns at ~1% non-zero, ``chosen`` columns informative (weights ``w``)."""
     active = rng.random((n, chosen.size)) < 0.3
@@ -628,10 +658,11 @@ def _wide_rows(rng, n, d, chosen, w):
 def test_on_far_more_features_than_rows_the_threshold_still_predicts_new_positives(monkeypatch):
     """600 rows, 6,000 binary features (1% non-zero, 40 informative): for F1 the refit model separates
     its training rows, so the fold models' in-sample share put its cut above almost every new row's
-    score (2% of new rows predicted positive, F1 0.32 before; on wider data 0). The folds show the
-    share does not carry over, and the refit model keeps the raw out-of-fold threshold: new rows are
-    predicted positive at about the positive rate (F1 0.64); the report says so. G-mean's share does
-    carry over there and is kept. With the check off (margin inf) the old failure returns."""
+    score (2% of new rows predicted positive, F1 0.32 before; on wider data 0). With as many columns
+    as rows the refit model keeps the raw out-of-fold threshold, for every measure: new rows are
+    predicted positive at about the positive rate (F1 0.64; G-mean 0.86, where the share's cut gave
+    0.89 and the tuned-threshold route 0.90); the report says why. With the share kept (the rule
+    off) the old failure returns."""
     rng = np.random.default_rng(11)
     d, chosen = 6000, np.sort(rng.choice(6000, 40, replace=False))
     w = np.zeros(d)
@@ -647,21 +678,22 @@ def test_on_far_more_features_than_rows_the_threshold_still_predicts_new_positiv
     model = calopt.fit(X, y, measure="f1", seed=0)
     share, f1, _ = fresh(model)
     assert 0.05 < share < 0.3 and f1 > 0.55
-    assert model.fit_report.selection["threshold_transfer"].startswith("out-of-fold threshold")
+    assert model.fit_report.selection["threshold_transfer"].startswith("out-of-fold threshold (as many columns")
     gmean_model = calopt.fit(X, y, measure="gmean", seed=0)
-    assert "threshold_transfer" not in gmean_model.fit_report.selection and fresh(gmean_model)[2] > 0.85
-    monkeypatch.setattr(calopt.training.selection, "TRANSFER_MARGIN", np.inf)
+    assert gmean_model.fit_report.selection["threshold_transfer"].startswith("out-of-fold threshold (as many")
+    assert fresh(gmean_model)[2] > 0.85
+    monkeypatch.setattr(calopt.training.selection.Selector, "_raw", lambda self, state, index: False)
     share_before, f1_before, _ = fresh(calopt.fit(X, y, measure="f1", seed=0))
-    assert share_before < 0.05 and f1_before < 0.4  # the failure the check removes
+    assert share_before < 0.05 and f1_before < 0.4  # the failure the rule removes
 
 
 def test_on_wide_dense_rows_the_threshold_carries_over_as_the_routes_does(monkeypatch):
     """420 training rows × 2,000 Gaussian columns of unequal scales, 40 informative, 14% positive:
     the models separate their training rows after a few passes, and the in-sample share's cut left
     no new row positive (test F1 and G-mean 0) where scikit-learn's tuned-threshold route gets 0.39
-    and 0.62 (G-mean: its threshold tuned for balanced accuracy). The folds show the raw out-of-fold
-    threshold doing better by more than TRANSFER_MARGIN, and the refit model keeps it: 0.41 and
-    0.65, not below the route by 0.1. With the check off (margin inf) the failure returns."""
+    and 0.62 (G-mean: its threshold tuned for balanced accuracy). With as many columns as rows the
+    refit model keeps the raw out-of-fold threshold: 0.41 and 0.65, not below the route by 0.1. With
+    the share kept (the raw threshold off) the failure returns."""
     from sklearn.model_selection import TunedThresholdClassifierCV
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MaxAbsScaler
@@ -688,7 +720,7 @@ def test_on_wide_dense_rows_the_threshold_carries_over_as_the_routes_does(monkey
         make_pipeline(MaxAbsScaler(), LogisticRegression(max_iter=1000)),
         scoring="balanced_accuracy", cv=5).fit(X_train, y_train).predict(X_new) == 1)
     assert gmean(calopt.fit(X_train, y_train, measure="gmean", seed=0).predict(X_new) == 1) > route_gmean - 0.1
-    monkeypatch.setattr(calopt.training.selection, "TRANSFER_MARGIN", np.inf)
+    monkeypatch.setattr(calopt.training.selection.Selector, "_raw", lambda self, state, index: False)
     assert gmean(calopt.fit(X_train, y_train, measure="gmean", seed=0).predict(X_new) == 1) < route_gmean - 0.2
 
 

@@ -492,15 +492,16 @@ def fit_rows(X: Any, y_pm: np.ndarray, classes: tuple[Any, Any], plan: FitPlan, 
         data, shift, transform = standardize(data)
         if evaluation is not None:
             evaluation = dataclasses.replace(evaluation, X=transform(evaluation.X), scale=data.scale)
+    wide = int(data.X.shape[1]) >= int(data.X.shape[0])  # of the columns, before any row space
     space = RowSpace.of(data.X, plan.components.algorithms, data.backend, _models(plan, rule))
     if space is None:
-        return _fit_binary(data, classes, plan, rule, evaluation, started, shift=shift)
+        return _fit_binary(data, classes, plan, rule, evaluation, started, shift=shift, wide=wide)
     # wide rows: trained in their span, the model mapped back to the columns
     columns_scale, unit = data.scale, np.ones(space.features.shape[1])
     data = dataclasses.replace(data, X=resolved.asarray(space.features), scale=unit)
     if evaluation is not None:
         evaluation = dataclasses.replace(evaluation, X=resolved.asarray(space.coordinates(evaluation.X)), scale=unit)
-    return space.expand(_fit_binary(data, classes, plan, rule, evaluation, started), columns_scale)
+    return space.expand(_fit_binary(data, classes, plan, rule, evaluation, started, wide=wide), columns_scale)
 
 
 def _models(plan: FitPlan, rule: Rule) -> int:
@@ -573,7 +574,8 @@ def _binary_task(data: Prepared, plan: FitPlan, rule: Rule, evaluation: Prepared
     return problem, task, kept, held
 
 
-def _selector(data: Prepared, plan: FitPlan, rule: Rule, problem: Problem) -> tuple[Selector | None, Problem]:
+def _selector(data: Prepared, plan: FitPlan, rule: Rule, problem: Problem,
+              wide: bool = False) -> tuple[Selector | None, Problem]:
     """The settings selection of ``rule`` (None for ``none``) and the problem it runs on (its pass cap)."""
     if rule.kind == "none":
         return None, problem
@@ -586,7 +588,7 @@ def _selector(data: Prepared, plan: FitPlan, rule: Rule, problem: Problem) -> tu
                       data.backend, top, entries) for candidate, candidate_loss in plan.components.candidates]
     selector = Selector(arms, rule, rule_folds, data.X, y_pm, weight, plan.measure, data.backend,
                         patience=None if budget.epochs is not None else budget.patience,
-                        latest=budget.epochs is not None)
+                        latest=budget.epochs is not None, wide=wide)
     return selector, problem._replace(epochs=budget.epochs or budget.max_epochs)
 
 
@@ -605,17 +607,21 @@ def _run_options(plan: FitPlan, classes: tuple[Any, ...], problem: Problem, back
 
 
 def _fit_binary(data: Prepared, classes: tuple[Any, Any], plan: FitPlan, rule: Rule, evaluation: Prepared | None,
-                started: float, run: RunControl | None = None, shift: np.ndarray | None = None) -> LinearModel:
+                started: float, run: RunControl | None = None, shift: np.ndarray | None = None,
+                wide: bool | None = None) -> LinearModel:
     """The binary plan on prepared data (labels ±1, classes known) with the selection ``rule``.
 
-    ``run`` replaces the plan's run control (one class of a one-vs-rest run, its own).
+    ``run`` replaces the plan's run control (one class of a one-vs-rest run, its own); ``wide``
+    says whether the rows have at least as many columns as rows (None: ``data.X``'s, which
+    in the span of the rows are not the columns').
     """
+    wide = int(data.X.shape[1]) >= int(data.X.shape[0]) if wide is None else wide
     backend, measure, run = data.backend, plan.measure, run or plan.run
     problem, task, kept, held = _binary_task(data, plan, rule, evaluation)
     run_options = _run_options(plan, classes, problem, backend, evaluation, rule)
     for candidate, candidate_loss in plan.components.candidates:
         candidate.check_problem(problem._replace(loss=candidate_loss))
-    selector, problem = _selector(data, plan, rule, problem)
+    selector, problem = _selector(data, plan, rule, problem, wide)
     trained = train(data, plan.components.algorithm, problem, task, seed=plan.seed, run_options=run_options,
                     kept=None if held.size == 0 else kept, started=started, selector=selector, **run.keywords())
     constrained, message = {}, trained.result.message

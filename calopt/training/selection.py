@@ -497,8 +497,11 @@ class Selector:
 
     def __init__(self, arms: list[Arm], rule: Rule, folds: np.ndarray, X: Any, y: np.ndarray,
                  weight: np.ndarray | None, measure: Any, backend: Backend, *, patience: int | None,
-                 latest: bool = False, confidence: float = CONFIDENCE):
+                 latest: bool = False, confidence: float = CONFIDENCE, wide: bool = False):
         self._chosen: tuple | None = None  # (state key, best_index) of the last call
+        #: the training rows have at least as many (present) columns as rows: a model can separate
+        #: them, and with K folds the refit model keeps the raw out-of-fold threshold (:meth:`_raw`)
+        self.wide = bool(wide)
         self.confidence = confidence  #: how sure the bootstrap must be that the first arm beats the last
         self.arms, self.rule, self.folds, self.measure, self.backend = arms, rule, folds, measure, backend
         self.patience = patience
@@ -856,9 +859,14 @@ class Selector:
         return state.shares[self.best_index(state)], None
 
     def _raw(self, state: SelectionState, index: int) -> bool:
-        """Whether candidate ``index`` keeps the raw threshold (:meth:`_share_fails`, K folds only)."""
+        """Whether candidate ``index`` keeps the raw threshold (K folds only): always on ``wide`` rows,
+        where the refit model separates its training rows further than the fold models do theirs
+        and the folds show the share's failure in part only; elsewhere where the folds show it
+        (:meth:`_share_fails`)."""
         if self.K == 1 or isinstance(self.measure, ConstrainedMeasure):
             return False
+        if self.wide:
+            return True
         pick = slice(index, index + 1)
         return bool(to_numpy(self._share_fails(state.seen[:, pick, :], state.scores[:, pick],
                                                [state.shares[index]]))[0])
@@ -882,10 +890,11 @@ class Selector:
         compared = [{"algorithm": candidates[best].spec, "value": candidates[best].value,
                      "epochs": candidates[best].epoch}
                     for best in (self._arm_best(state, arm) for arm in range(len(self.arms)))]
+        raw = self._raw(state, index)
         return Selection(self._algorithm(index), self.arms[self._locate(index)[0]].loss, state.epochs[index],
                          state.thresholds[index], state.shares[index], state.values[index], self.rule, candidates,
-                         state.passes, compared if len(self.arms) > 1 else [], state.diverged[index],
-                         self._raw(state, index))
+                         state.passes, compared if len(self.arms) > 1 else [], state.diverged[index], raw,
+                         raw and self.wide)
 
 
 @dataclass
@@ -915,8 +924,10 @@ class Selection:
     compared: list[dict[str, Any]] = field(default_factory=list)
     diverged: int = 0  #: the pass where the chosen candidate's weights became non-finite (0: never)
     #: the refit model keeps the raw out-of-fold ``threshold``, the share not carrying over to new
-    #: rows (:meth:`Selector._share_fails`); False: it keeps the positive ``share``
+    #: rows (:meth:`Selector._raw`); False: it keeps the positive ``share``
     raw: bool = False
+    #: ``raw`` because the training rows are wide (at least as many columns as rows)
+    wide: bool = False
 
     def report(self) -> dict[str, Any]:
         """A JSON-ready account (``model.fit_report.selection``, ``--json``)."""
@@ -928,7 +939,10 @@ class Selection:
         if self.compared:
             report["compared"] = self.compared
         if self.raw:
-            report["threshold_transfer"] = "out-of-fold threshold (the in-sample share does not carry over)"
+            report["threshold_transfer"] = ("out-of-fold threshold (as many columns as rows: a model separates its "
+                                            "training rows, and the in-sample share does not carry over)"
+                                            if self.wide else
+                                            "out-of-fold threshold (the in-sample share does not carry over)")
         return report
 
 
