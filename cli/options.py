@@ -280,6 +280,10 @@ def selection_text(selection: dict[str, Any] | None, measure: str) -> str | None
             f"of {selection['epochs_run']}, held-out {measure} {value}")
     if selection.get("compared"):
         text += "; compared " + ", ".join(f"{c['algorithm']} {c['value']:.4f}" for c in selection["compared"])
+    transfer = selection.get("threshold_transfer")
+    if transfer:  # "out-of-fold threshold (REASON[: more])": the reason's first clause
+        reason = transfer.partition("(")[2].rstrip(")").partition(":")[0]
+        text += f"; the out-of-fold threshold kept ({reason})" if reason else f"; {transfer}"
     return text
 
 

@@ -618,8 +618,8 @@ def test_a_model_that_fits_its_training_rows_keeps_the_held_out_rate_on_new_rows
 def test_the_raw_threshold_is_kept_from_as_many_columns_as_rows(monkeypatch, columns):
     """300 training rows: from 300 columns on (2,000: trained in the span of the rows, whose rank
     is 150 here, every row twice) the refit model keeps the raw out-of-fold threshold and says why;
-    at 299 columns the folds decide (:meth:`Selector._share_fails`: here they find the share failing
-    too, and say so in their words). A given rule of one split keeps the share at any width."""
+    at 299 columns the folds decide (:meth:`Selector._share_fails`), in their own words if they keep
+    it. The CLI's selection line says which. A given rule of one split keeps the share at any width."""
     import calopt.training.pipeline as pipeline
 
     ranks = []
@@ -639,8 +639,26 @@ def test_the_raw_threshold_is_kept_from_as_many_columns_as_rows(monkeypatch, col
     assert model.fit_report.selection["rule"] == "cv:5"
     assert transfer.startswith("out-of-fold threshold (as many columns as rows") == (columns >= 300)
     assert ranks[-1] == (150 if columns == 2000 else None)
+    from calopt_cli.options import selection_text
+
+    line = selection_text(model.fit_report.selection, "f1")
+    if columns >= 300:
+        assert line.endswith("; the out-of-fold threshold kept (as many columns as rows)")
+    else:  # the folds' check: the share kept here, or the raw threshold in its own words
+        assert "threshold kept" not in line if not transfer else \
+            line.endswith("; the out-of-fold threshold kept (the in-sample share does not carry over)")
     held = calopt.fit(X, y, measure="f1", seed=0, select="holdout:0.2")
     assert "threshold_transfer" not in held.fit_report.selection
+
+
+def test_the_selection_line_names_the_threshold_kept():
+    from calopt_cli.options import selection_text
+
+    chosen = {"rule": "cv:5", "algorithm": "lbfgs", "epochs": 3, "epochs_run": 9, "value": 0.5}
+    assert selection_text(chosen, "f1") == "chosen by cv:5: lbfgs at 3 epochs of 9, held-out f1 0.5000"
+    folds = {**chosen, "threshold_transfer": "out-of-fold threshold (the in-sample share does not carry over)"}
+    assert selection_text(folds, "f1") == ("chosen by cv:5: lbfgs at 3 epochs of 9, held-out f1 0.5000; the "
+                                           "out-of-fold threshold kept (the in-sample share does not carry over)")
 
 
 def _wide_rows(rng, n, d, chosen, w):
