@@ -1124,7 +1124,7 @@ class _Runs:
 
     def add(self, start: int, stop: int, part: int) -> None:
         firsts = np.arange(start, stop, self.run, dtype=np.int64)
-        lengths = np.minimum(self.run, stop - firsts) if self.run > 1 else np.ones_like(firsts)
+        lengths = np.minimum(self.run, stop - firsts)
         self.firsts = np.concatenate([self.firsts, firsts])
         self.lengths = np.concatenate([self.lengths, lengths])
         self.parts = np.concatenate([self.parts, np.full(firsts.size, part, dtype=np.int64)])

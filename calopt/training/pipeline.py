@@ -492,7 +492,7 @@ def fit_rows(X: Any, y_pm: np.ndarray, classes: tuple[Any, Any], plan: FitPlan, 
         data, shift, transform = standardize(data)
         if evaluation is not None:
             evaluation = dataclasses.replace(evaluation, X=transform(evaluation.X), scale=data.scale)
-    wide = int(data.X.shape[1]) >= int(data.X.shape[0])  # of the columns, before any row space
+    wide = _wide(data.X)  # of the columns, before any row space
     space = RowSpace.of(data.X, plan.components.algorithms, data.backend, _models(plan, rule))
     if space is None:
         return _fit_binary(data, classes, plan, rule, evaluation, started, shift=shift, wide=wide)
@@ -502,6 +502,12 @@ def fit_rows(X: Any, y_pm: np.ndarray, classes: tuple[Any, Any], plan: FitPlan, 
     if evaluation is not None:
         evaluation = dataclasses.replace(evaluation, X=resolved.asarray(space.coordinates(evaluation.X)), scale=unit)
     return space.expand(_fit_binary(data, classes, plan, rule, evaluation, started, wide=wide), columns_scale)
+
+
+def _wide(X: Any) -> bool:
+    """Whether rows ``X`` have at least as many columns as rows: a model can separate them
+    (:class:`~calopt.training.selection.Selector`'s ``wide``)."""
+    return int(X.shape[1]) >= int(X.shape[0])
 
 
 def _models(plan: FitPlan, rule: Rule) -> int:
@@ -615,7 +621,7 @@ def _fit_binary(data: Prepared, classes: tuple[Any, Any], plan: FitPlan, rule: R
     says whether the rows have at least as many columns as rows (None: ``data.X``'s, which
     in the span of the rows are not the columns').
     """
-    wide = int(data.X.shape[1]) >= int(data.X.shape[0]) if wide is None else wide
+    wide = _wide(data.X) if wide is None else wide
     backend, measure, run = data.backend, plan.measure, run or plan.run
     problem, task, kept, held = _binary_task(data, plan, rule, evaluation)
     run_options = _run_options(plan, classes, problem, backend, evaluation, rule)
