@@ -70,6 +70,8 @@ def lbfgs_direction(g: Any, s: Any, y: Any, rho: Any, order: list[int], newest: 
     :func:`_lbfgs_direction_one`, the same operations on NumPy scalars (the same bits)."""
     if g.ndim == 1 and is_numpy(xp):
         return _lbfgs_direction_one(g, s, y, rho, order, newest)
+    if is_numpy(xp):
+        return _lbfgs_direction_stacked(g, s, y, rho, order, newest)
     # the inner product chosen once (on NumPy ``einsum`` itself: on a few hundred parameters the
     # recursion's cost is its calls, and row_dot's namespace test was one a call)
     dot = (lambda a, c: np.einsum("...i,...i->...", a, c)) if is_numpy(xp) else (lambda a, c: row_dot(a, c, xp))
@@ -88,6 +90,33 @@ def lbfgs_direction(g: Any, s: Any, y: Any, rho: Any, order: list[int], newest: 
     for i, alpha in zip(order, reversed(alphas)):  # oldest first
         r = r + s[i, ...] * (alpha - rho[i, ...] * dot(y[i, ...], r))[..., None]
     return -r
+
+
+def _lbfgs_direction_stacked(g: np.ndarray, s: np.ndarray, y: np.ndarray, rho: np.ndarray, order: list[int],
+                             newest: int) -> np.ndarray:
+    """:func:`lbfgs_direction` of stacked models on NumPy: the same operations in the same order
+    on arrays of the same memory layout (``einsum``'s sums depend on it; ``g`` can be a
+    transposed view), so the same bits, with the vector updates in place in two buffers.
+    Each slot's ``q − α·y`` otherwise makes two arrays of the models' size: at 6 models ×
+    7,000 text columns the fresh arrays' traffic was a third of the recursion's time."""
+    dot = np.einsum
+    q, term, alphas = g, np.empty(g.shape, dtype=np.result_type(g, s, y, rho)), []
+    for i in reversed(order):  # newest first
+        alpha = rho[i] * dot("...i,...i->...", s[i], q)
+        np.multiply(alpha[:, None], y[i], out=term)
+        q = q - term if q is g else np.subtract(q, term, out=q)  # g is the caller's: a new (C-order) q
+        alphas.append(alpha)
+    has_pair = rho[newest] > 0
+    newest_yy = dot("...i,...i->...", y[newest], y[newest])
+    one = np.ones_like(newest_yy)
+    newest_sy = 1 / np.where(has_pair, rho[newest], one)
+    norm = np.sqrt(dot("...i,...i->...", g, g))
+    gamma = np.where(has_pair, newest_sy / np.where(newest_yy > 0, newest_yy, one), 1 / np.maximum(norm, one))
+    r = gamma[:, None] * q if q is g else np.multiply(gamma[:, None], q, out=q)
+    for i, alpha in zip(order, reversed(alphas)):  # oldest first
+        np.multiply(s[i], (alpha - rho[i] * dot("...i,...i->...", y[i], r))[:, None], out=term)
+        r += term
+    return np.negative(r, out=r)
 
 
 def _lbfgs_direction_one(g: np.ndarray, s: np.ndarray, y: np.ndarray, rho: np.ndarray, order: list[int],

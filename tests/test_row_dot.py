@@ -127,3 +127,50 @@ def test_one_models_direction_is_the_dense_update_and_the_stacked_path_to_the_bi
     tolerance = 1e-9 if dtype == np.float64 else 1e-3
     np.testing.assert_allclose(one, _dense_bfgs_direction(g.astype(np.float64), kept), rtol=tolerance,
                                atol=tolerance * 1e-3)
+
+
+def _functional_two_loop(g, s, y, rho, order, newest):
+    """The two-loop recursion written plainly, each update a new array (as the array API path
+    computes it), inner products by ``einsum`` over the last axis."""
+    dot = lambda a, c: np.einsum("...i,...i->...", a, c)  # noqa: E731
+    q, alphas = g, []
+    for i in reversed(order):
+        alpha = rho[i] * dot(s[i], q)
+        q = q - alpha[:, None] * y[i]
+        alphas.append(alpha)
+    yy = dot(y[newest], y[newest])
+    one = np.ones_like(yy)
+    gamma = np.where(rho[newest] > 0, (1 / np.where(rho[newest] > 0, rho[newest], one)) / np.where(yy > 0, yy, one),
+                     1 / np.maximum(np.sqrt(dot(g, g)), one))
+    r = gamma[:, None] * q
+    for i, alpha in zip(order, reversed(alphas)):
+        r = r + s[i] * (alpha - rho[i] * dot(y[i], r))[:, None]
+    return -r
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("layout", ["C", "transposed"])
+@pytest.mark.parametrize("head, pairs", [(0, 0), (2, 5), (3, 2)])
+def test_stacked_numpy_direction_updates_in_place_to_the_same_bits(dtype, layout, head, pairs):
+    """Stacked models on NumPy (their vector updates in place, in two buffers) against the plain
+    recursion, to the bit: ``einsum``'s sums depend on the operands' memory layout, so a ``g``
+    that is a transposed view (L-BFGS's flat parameters of a dense stack) must be read as it is;
+    empty slots (ρ = 0) and no pair at all included. The caller's ``g`` is left as it was."""
+    rng = np.random.default_rng(100 * pairs + head)
+    slots, models, p = 5, 4, 203
+    s, y, rho = np.zeros((slots, models, p)), np.zeros((slots, models, p)), np.zeros((slots, models))
+    for t in range(pairs):
+        slot = (head - pairs + t) % slots
+        s[slot] = rng.standard_normal((models, p))
+        y[slot] = s[slot] * rng.uniform(0.5, 2.0, p) + 0.1 * rng.standard_normal((models, p))
+        rho[slot] = 1 / np.einsum("mp,mp->m", s[slot], y[slot])
+    rho[:, -1] = 0  # the last model has no pair
+    g = rng.standard_normal((models, p)) if layout == "C" else np.asfortranarray(rng.standard_normal((models, p)))
+    s, y, rho, g = s.astype(dtype), y.astype(dtype), rho.astype(dtype), g.astype(dtype, order="K")
+    before = g.copy()
+    order, newest = [(head - pairs + t) % slots for t in range(pairs)], (head - 1) % slots
+    got = lbfgs_direction(g, s, y, rho, order, newest, np)
+    expected = _functional_two_loop(g, s, y, rho, order, newest)
+    assert got.dtype == expected.dtype == dtype
+    assert got.tobytes() == expected.tobytes()
+    np.testing.assert_array_equal(g, before)

@@ -164,6 +164,40 @@ def test_a_candidate_whose_models_converged_is_not_trained_further(monkeypatch):
     np.testing.assert_allclose(model.coef, every.coef, rtol=1e-2, atol=1e-3)
 
 
+def test_candidates_trainers_step_in_threads_to_the_same_bits(monkeypatch):
+    """Where each candidate has a trainer of its own (sparse rows with many columns), the trainers
+    of a pass step at once in threads: the model, its threshold and every candidate's held-out
+    value and pass equal, to the bit, those of the trainers stepped one after another."""
+    import threading
+
+    from calopt.training import selection
+
+    if selection.trainer_pool() is None:
+        pytest.skip("one core: the trainers step one after another")
+    rng = np.random.default_rng(4)
+    X = scipy.sparse.random(1500, 3000, density=0.003, random_state=5, format="csr")
+    y = np.where(np.asarray(X @ rng.standard_normal(3000)).ravel() + 0.3 * rng.standard_normal(1500) > 0.4, 1, 0)
+    cls = type(registry.get_algorithm("lbfgs"))
+    threads: set[str] = set()
+    end_epoch = cls.end_epoch
+
+    def recorded(self, state, data, problem):
+        threads.add(threading.current_thread().name)
+        return end_epoch(self, state, data, problem)
+
+    monkeypatch.setattr(cls, "end_epoch", recorded)
+    threaded = calopt.fit(X, y, measure="f1", select="cv:3", seed=1)
+    assert any(name.startswith("calopt-trainer") for name in threads)
+    threads.clear()
+    monkeypatch.setattr(selection, "trainer_pool", lambda: None)
+    serial = calopt.fit(X, y, measure="f1", select="cv:3", seed=1)
+    assert threads == {threading.current_thread().name}
+    assert threaded.coef.tobytes() == serial.coef.tobytes()
+    assert float(threaded.intercept) == float(serial.intercept)
+    assert float(threaded.threshold) == float(serial.threshold)
+    assert threaded.fit_report.selection == serial.fit_report.selection
+
+
 # -- the stacked run is the candidates run one by one -----------------------------------------------
 @pytest.mark.parametrize("name, measure", [("spade", "gmean"), ("stamp", "f1"), ("sgd", "f1"), ("lbfgs", "f1")])
 def test_stacked_candidates_equal_separate_runs(monkeypatch, name, measure):
