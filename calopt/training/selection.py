@@ -56,7 +56,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from calopt.algorithms import Algorithm, Problem
-from calopt.backends import Backend, device, get_backend, is_numpy, is_sparse, namespace, to_numpy
+from calopt.backends import Backend, device, get_backend, is_sparse, namespace, to_numpy
 from calopt.components import Component, parse_spec
 from calopt.constraints import ConstrainedMeasure
 from calopt.errors import ParameterError, TrainingError
@@ -350,35 +350,6 @@ def trainer_pool() -> ThreadPoolExecutor | None:
     return ThreadPoolExecutor(cores, thread_name_prefix="calopt-trainer") if cores > 1 else None
 
 
-def _same_array(first: Any, second: Any) -> bool:
-    """Whether two NumPy arrays (or None) are the same elements of the same memory."""
-    if first is second:
-        return True
-    if type(first) is not np.ndarray or type(second) is not np.ndarray:
-        return False
-    return (first.shape == second.shape and first.strides == second.strides and first.dtype == second.dtype
-            and first.__array_interface__["data"][0] == second.__array_interface__["data"][0])
-
-
-def _same_rows(first: Batch, second: Batch) -> bool:
-    """Whether two batches are the same rows in the same order: the same label and weight arrays,
-    and rows on the same memory (a reader's fresh view of its arrays for each pass: a CSR batch
-    re-bases its row pointers, so those are compared by value)."""
-    if first is second:
-        return True
-    X, Y = first.X, second.X
-    if type(X) is not type(Y) or X.shape != Y.shape or not (_same_array(first.y, second.y)
-                                                            and _same_array(first.weight, second.weight)):
-        return False
-    if isinstance(X, np.ndarray):
-        return _same_array(X, Y)
-    arrays = [(getattr(X, name, None), getattr(Y, name, None)) for name in ("data", "indices", "indptr")]
-    if any(a is None or b is None for a, b in arrays):
-        return False
-    (data, data2), (indices, indices2), (indptr, indptr2) = arrays
-    return _same_array(data, data2) and _same_array(indices, indices2) and np.array_equal(indptr, indptr2)
-
-
 @dataclass
 class Arm:
     """One algorithm under selection: its candidates (the grid) × (K fold models + the refit).
@@ -446,12 +417,6 @@ class Arm:
     def end_epoch(self, states: Any, data: Batch, retired: list[bool]) -> Any:
         return self._each(lambda trainer, state, part: trainer.end_epoch(state, part, self.problem), states,
                           self._batches(data), retired)
-
-    def update_ahead(self, states: Any, batch: Batch, retired: list[bool], pool: ThreadPoolExecutor) -> dict:
-        """Each live trainer's update of ``batch`` started in ``pool``: {trainer: its future}."""
-        parts = self._batches(batch)
-        return {j: pool.submit(self.trainers[j].update, states[j], parts[j], self.problem)
-                for j, done in enumerate(retired) if not done}
 
     def _each(self, step: Any, states: Any, parts: list[Batch], retired: list[bool]) -> tuple:
         """``step(trainer, state, part)`` of each trainer not ``retired`` (the others' states as they
@@ -573,12 +538,6 @@ class Selector:
                  weight: np.ndarray | None, measure: Any, backend: Backend, *, patience: int | None,
                  latest: bool = False, confidence: float = CONFIDENCE, wide: bool = False):
         self._chosen: tuple | None = None  # (state key, best_index) of the last call
-        #: the pass's one batch of every row (full-batch arms on NumPy), for :meth:`_update_ahead`
-        self._rows: Batch | None = None
-        #: (the state end_epoch returned, the batch, each arm's {trainer: future}): the next pass's
-        #: updates, started while that pass was scored (:meth:`_update_ahead`)
-        self._ahead: tuple | None = None
-        self._ahead_off = False
         #: the training rows have at least as many (present) columns as rows: a model can separate
         #: them, and with K folds the refit model keeps the raw out-of-fold threshold (:meth:`_raw`)
         self.wide = bool(wide)
@@ -679,14 +638,6 @@ class Selector:
         return [Batch(X, y, weight[:, start:stop]) for start, stop in self.columns]
 
     def update(self, state: SelectionState, batch: Batch, problem: Problem) -> SelectionState:
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead[0] is state:
-            if _same_rows(ahead[1], batch):
-                return state._replace(arms=tuple(
-                    tuple(arm_state[j] if done else started[j].result() for j, done in enumerate(retired))
-                    for arm_state, started, retired in zip(state.arms, ahead[2], state.retired)))
-            self._ahead_off = True  # the reader serves other arrays each pass: no more updates ahead
-        self._rows = batch if not self._ahead_off and self._ahead_possible(batch) else None
         return state._replace(arms=tuple(arm.update(arm_state, part, retired) for arm, arm_state, part, retired
                                          in zip(self.arms, state.arms, self._split(batch), state.retired)))
 
@@ -694,32 +645,7 @@ class Selector:
         arms = tuple(arm.end_epoch(arm_state, part, retired) for arm, arm_state, part, retired
                      in zip(self.arms, state.arms, self._split(data), state.retired))
         passes = state.passes + 1
-        stepped = state._replace(arms=arms, passes=passes)
-        started = self._update_ahead(stepped)
-        scored = self._retire(self._score(stepped, passes))
-        self._ahead = None if started is None else (scored, self._rows, started)
-        return scored
-
-    def _ahead_possible(self, batch: Batch) -> bool:
-        """Whether the next pass's updates can start while this one is scored (:meth:`_update_ahead`):
-        full-batch arms on NumPy, ``batch`` every row, and threads to run them."""
-        return (is_numpy(self.backend.xp) and all(arm.algorithm.full_batch for arm in self.arms)
-                and int(batch.X.shape[0]) == int(self.base.shape[0]) and trainer_pool() is not None)
-
-    def _update_ahead(self, state: SelectionState) -> list[dict] | None:
-        """The next pass's updates of every live trainer, started in :func:`trainer_pool` while
-        the main thread scores this pass: a full-batch pass reads the same batch of every row
-        again (the reader's, matched by :func:`_same_rows`), and an update depends on nothing
-        but the trainer's state after ``end_epoch`` and that batch, so the next :meth:`update`
-        takes them as they are (the same bits; the scoring decides nothing they read). A trainer
-        the scoring retires keeps its state, its update unused, as are all of them where the run
-        stops or the next batch differs (SMS spam text: the scoring is a fifth of a pass)."""
-        rows = self._rows
-        if rows is None:
-            return None
-        pool = trainer_pool()
-        return [arm.update_ahead(arm_state, part, retired, pool) for arm, arm_state, part, retired
-                in zip(self.arms, state.arms, self._split(rows), state.retired)]
+        return self._retire(self._score(state._replace(arms=arms, passes=passes), passes))
 
     def _active(self, state: SelectionState) -> list[list[int]]:
         """Per arm, its candidates that some trainer still trains."""
