@@ -198,6 +198,38 @@ def test_candidates_trainers_step_in_threads_to_the_same_bits(monkeypatch):
     assert threaded.fit_report.selection == serial.fit_report.selection
 
 
+def _fit_in_child(X, y, queue):
+    queue.put(calopt.fit(X, y, measure="f1", select="cv:3", seed=1).coef.tobytes())
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this system")
+def test_a_forked_process_trains_in_threads_of_its_own():
+    """A process forked after a fit inherits the trainers' pool without its threads: it makes its
+    own, and its fit ends with the parent's model (before, work given to the inherited pool
+    would have waited forever)."""
+    import multiprocessing
+
+    from calopt.training import selection
+
+    if selection.trainer_pool() is None:
+        pytest.skip("one core: no pool")
+    rng = np.random.default_rng(4)
+    X = scipy.sparse.random(600, 2000, density=0.004, random_state=5, format="csr")
+    y = np.where(np.asarray(X @ rng.standard_normal(2000)).ravel() + 0.3 * rng.standard_normal(600) > 0.4, 1, 0)
+    parent = calopt.fit(X, y, measure="f1", select="cv:3", seed=1).coef.tobytes()
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_fit_in_child, args=(X, y, queue))
+    child.start()
+    try:
+        got = queue.get(timeout=120)
+    finally:
+        child.join(timeout=10)
+        if child.is_alive():
+            child.kill()
+    assert got == parent
+
+
 # -- the stacked run is the candidates run one by one -----------------------------------------------
 @pytest.mark.parametrize("name, measure", [("spade", "gmean"), ("stamp", "f1"), ("sgd", "f1"), ("lbfgs", "f1")])
 def test_stacked_candidates_equal_separate_runs(monkeypatch, name, measure):
