@@ -203,6 +203,7 @@ def _fit_in_child(X, y, queue):
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this system")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # Python 3.12+
 def test_a_forked_process_trains_in_threads_of_its_own():
     """A process forked after a fit inherits the trainers' pool without its threads: it makes its
     own, and its fit ends with the parent's model (before, work given to the inherited pool
