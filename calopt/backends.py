@@ -66,15 +66,15 @@ def lbfgs_direction(g: Any, s: Any, y: Any, rho: Any, order: list[int], newest: 
     which acts as none), ``order`` the slots to use, oldest first, and ``newest`` the slot whose
     pair scales the initial matrix (γ = sᵀy/yᵀy; without a pair the steepest descent direction
     scaled to unit length). The lbfgs algorithm's step and the K-class rule's fold models both
-    use it; inner products by :func:`row_dot`. One model on NumPy (``g`` 1-D) takes
-    :func:`_lbfgs_direction_one`, the same operations on NumPy scalars (the same bits)."""
-    if g.ndim == 1 and is_numpy(xp):
-        return _lbfgs_direction_one(g, s, y, rho, order, newest)
+    use it; inner products by :func:`row_dot`. On NumPy, one model (``g`` 1-D) takes
+    :func:`_lbfgs_direction_one` and stacked ones :func:`_lbfgs_direction_stacked`: the same
+    operations (the same bits), on NumPy scalars and in place respectively."""
     if is_numpy(xp):
-        return _lbfgs_direction_stacked(g, s, y, rho, order, newest)
-    # the inner product chosen once (on NumPy ``einsum`` itself: on a few hundred parameters the
-    # recursion's cost is its calls, and row_dot's namespace test was one a call)
-    dot = (lambda a, c: np.einsum("...i,...i->...", a, c)) if is_numpy(xp) else (lambda a, c: row_dot(a, c, xp))
+        return (_lbfgs_direction_one if g.ndim == 1 else _lbfgs_direction_stacked)(g, s, y, rho, order, newest)
+
+    def dot(a: Any, c: Any) -> Any:
+        return row_dot(a, c, xp)
+
     q, alphas = g, []
     for i in reversed(order):  # newest first
         alpha = rho[i, ...] * dot(s[i, ...], q)
