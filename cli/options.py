@@ -182,7 +182,8 @@ DtypeOpt = Annotated[
     typer.Option(
         "--dtype",
         metavar="NAME",
-        help="Working floating-point dtype: float64 or float32.",
+        help="Working floating-point dtype: float64 or float32 (default: float64; float32 on the GPU and "
+             "for sparse text trained by the default selection).",
         callback=_choice("dtype", DTYPES),
         autocompletion=_complete_from(DTYPES),
     ),

@@ -86,8 +86,9 @@ def test_the_default_selection_chooses_as_over_the_columns(monkeypatch):
     X_test, y_test = _wide(n=400, d=8_000, seed=4)
     assert RowSpace.of(X, [Lbfgs()], NUMPY, models=18) is not None
     wide = calopt.fit(X, y, measure="gmean", eval_set=(X_test, y_test))
-    _columns_only(monkeypatch)
-    columns = calopt.fit(X, y, measure="gmean", eval_set=(X_test, y_test))
+    assert wide.fit_report.dtype == "float64"
+    _columns_only(monkeypatch)  # (over the columns these rows would train in float32 unless asked)
+    columns = calopt.fit(X, y, measure="gmean", eval_set=(X_test, y_test), dtype="float64")
     assert wide.fit_report.selection["algorithm"] == columns.fit_report.selection["algorithm"]
     assert wide.fit_report.selection["epochs"] == columns.fit_report.selection["epochs"]
     np.testing.assert_allclose(wide.coef, columns.coef, rtol=1e-7, atol=1e-10)

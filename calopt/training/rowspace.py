@@ -37,7 +37,7 @@ import scipy.linalg
 from calopt.backends import is_sparse
 from calopt.models.linear import Model
 
-__all__ = ["RowSpace", "cheaper"]
+__all__ = ["RowSpace", "applies", "cheaper"]
 
 #: Bytes a pass moves per stored entry of X (value and index, read by the scores and again by the gradient).
 ENTRY_BYTES = 24
@@ -66,6 +66,14 @@ def cheaper(n: int, d: int, nnz: int, models: int) -> bool:
     rows = DENSE_BYTES * n * n + COORDINATE_BYTES * n * models
     setup = FLOP_BYTES * n ** 3 / 3 + DENSE_BYTES * n * n
     return n < d and 2 * (PASSES * rows + setup) <= PASSES * columns
+
+
+def applies(n: int, d: int, nnz: int, algorithms: list[Any], models: int) -> bool:
+    """Whether a NumPy float64 run of ``models`` stacked models of ``algorithms`` over n × d rows
+    with ``nnz`` stored entries trains in row space (:meth:`RowSpace.of`): every algorithm
+    rotation-invariant, and :func:`cheaper`."""
+    return (all(getattr(algorithm, "rotation_invariant", False) for algorithm in algorithms)
+            and n >= 2 and cheaper(n, d, nnz, models))
 
 
 def _gram(X: Any) -> np.ndarray:
@@ -100,11 +108,8 @@ class RowSpace:
         not cheaper a pass: :func:`cheaper`)."""
         if backend.name != "numpy" or backend.dtype_name != "float64":
             return None
-        if not all(getattr(algorithm, "rotation_invariant", False) for algorithm in algorithms):
-            return None
         n, d = (int(s) for s in X.shape)
-        nnz = int(X.nnz) if is_sparse(X) else n * d
-        if n < 2 or not cheaper(n, d, nnz, models):
+        if not applies(n, d, int(X.nnz) if is_sparse(X) else n * d, algorithms, models):
             return None
         gram = np.ascontiguousarray(_gram(X), dtype=np.float64)
         c, piv, rank, info = scipy.linalg.lapack.dpstrf(gram, lower=1, overwrite_a=1)
