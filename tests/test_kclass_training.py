@@ -421,3 +421,75 @@ def scipy_sparse_shape(n: int, d: int):
     import scipy.sparse
 
     return scipy.sparse.csr_matrix((n, d))
+
+
+def test_large_fold_models_step_in_threads_to_the_same_bits(monkeypatch):
+    """Above THREADED_PARAMETERS the K-class rule's fold models run in groups, a group's pass in a
+    thread, and stop together: the out-of-fold probabilities, the C chosen, the model and its
+    rule equal, to the bit, those of every model in one group."""
+    import threading
+
+    import scipy.sparse
+
+    from calopt.training import multiclass, selection
+
+    if selection.trainer_pool() is None:
+        pytest.skip("one core: the fold models run in one group")
+    rng = np.random.default_rng(7)
+    X = scipy.sparse.random(400, 600, density=0.02, random_state=8, format="csr")
+    y = np.argmax(np.asarray(X @ rng.standard_normal((600, 3))) + rng.gumbel(size=(400, 3)), axis=1)
+    threads: set[str] = set()
+    step = multiclass._LbfgsRun.step
+
+    def recorded(self):
+        threads.add(threading.current_thread().name)
+        return step(self)
+
+    monkeypatch.setattr(multiclass._LbfgsRun, "step", recorded)
+    monkeypatch.setattr(multiclass, "THREADED_PARAMETERS", 1)
+    threaded = calopt.fit(X, y, measure="gmean", seed=3)
+    proba_threaded = out_of_fold_proba(X, y, None, np.zeros((600, 3)), np.zeros(3), 1.0, np.arange(400) % 4)
+    assert any(name.startswith("calopt-trainer") for name in threads)
+    threads.clear()
+    monkeypatch.setattr(multiclass, "THREADED_PARAMETERS", 1 << 62)
+    one = calopt.fit(X, y, measure="gmean", seed=3)
+    proba_one = out_of_fold_proba(X, y, None, np.zeros((600, 3)), np.zeros(3), 1.0, np.arange(400) % 4)
+    assert threads == {threading.current_thread().name}
+    assert proba_threaded.tobytes() == proba_one.tobytes()
+    assert threaded.coef.tobytes() == one.coef.tobytes() and threaded.intercept.tobytes() == one.intercept.tobytes()
+    assert threaded.fit_report.decision == one.fit_report.decision
+    assert threaded.fit_report.decision is not None
+
+
+class _Quadratics:
+    """f = ½Σa·x² − b·x per model (rows of a, b): model-wise independent, its gradient a·x − b."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def part(self, models):
+        return _Quadratics(self.a[models], self.b[models])
+
+    def __call__(self, x):
+        return np.sum(0.5 * self.a * x * x - self.b * x, axis=1), self.a * x - self.b
+
+
+def test_grouped_fold_models_stop_when_every_group_has_converged(monkeypatch):
+    """Models in groups stop together, when the last group meets the tolerance: the first group's
+    well-conditioned models converge in a few passes, the second's need many; every model equals
+    its run in one group to the bit, and the slow ones reach their optimum a/b."""
+    from calopt.training import multiclass, selection
+
+    if selection.trainer_pool() is None:
+        pytest.skip("one core: the models run in one group")
+    rng = np.random.default_rng(2)
+    a = np.vstack([np.ones((2, 64)), rng.uniform(1, 30, size=(2, 64))])
+    b = rng.standard_normal((4, 64))
+    start = np.zeros((4, 64))
+    monkeypatch.setattr(multiclass, "THREADED_PARAMETERS", 1)
+    grouped = multiclass._lbfgs(_Quadratics(a, b), start, 500, 1e-6)
+    monkeypatch.setattr(multiclass, "THREADED_PARAMETERS", 1 << 62)
+    one = multiclass._lbfgs(_Quadratics(a, b), start, 500, 1e-6)
+    assert grouped.tobytes() == one.tobytes()
+    assert np.max(np.abs(a * grouped - b)) <= 1e-6  # every model at its optimum b/a, to the tolerance
+    assert np.max(np.abs(a * multiclass._lbfgs(_Quadratics(a, b), start, 5, 1e-6) - b)) > 1e-3  # not at 5

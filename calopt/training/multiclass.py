@@ -44,6 +44,7 @@ probabilities (SLND, one binary run per class) and data with a class of fewer th
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -56,7 +57,7 @@ from calopt.measures import Measure, PseudoLinearMeasure, class_counts, confusio
 from calopt.models.report import DecisionReport
 from calopt.models.rule import gain_predictions, softmax
 from calopt.training.decision import ITERATIONS, choose_rule
-from calopt.training.selection import stratified_folds
+from calopt.training.selection import stratified_folds, trainer_cores, trainer_pool
 
 __all__ = ["CERTIFICATE_ITERATIONS", "C_CANDIDATES", "C_CHOICE_BYTES", "C_ROWS_A_PARAMETER", "FOLDS", "FOLD_PASSES",
            "RULE_ROWS", "accuracy_alone", "c_kept_reason", "choose_decision", "out_of_fold_proba", "rule_rows",
@@ -183,6 +184,12 @@ class _FoldObjectives:
         ones = np.ones((codes.size, 1))
         self.X = scipy.sparse.hstack([X, ones], format="csr") if is_sparse(X) else np.hstack([X, ones])
 
+    def part(self, models: slice) -> _FoldObjectives:
+        """The objective of the models ``models`` alone (their rows' weights and C; X shared)."""
+        part = copy.copy(self)
+        part.s, part.m, part.C = self.s[models], self.m[models], self.C[models]
+        return part
+
     def _W(self, z: np.ndarray) -> np.ndarray:
         """Every fold's W as (F, d, K)."""
         return z[:, :self.d * self.K].reshape(z.shape[0], self.d, self.K)
@@ -217,46 +224,84 @@ def _lbfgs(objective: Any, start: np.ndarray, passes: int, tol: float, memory: i
     """At most ``passes`` evaluations of ``objective`` (f (M,) and ∇f (M, p) of M independent models
     at (M, p)) by limited-memory BFGS (the two-loop recursion) with a backtracking line search on
     the Armijo condition, each model its own memory and step (the ``multinomial`` algorithm's
-    method, batched over the fold models); stops early when every model's max |∇f| ≤ ``tol``."""
-    x = start.copy()
-    f, g = objective(x)
-    M = x.shape[0]
-    s_mem, y_mem, rho = np.zeros((memory, *x.shape)), np.zeros((memory, *x.shape)), np.zeros((memory, M))
-    step = np.ones(M)
+    method, batched over the fold models); stops early when every model's max |∇f| ≤ ``tol``.
 
-    # The memory is a ring (the lbfgs algorithm's, :func:`~calopt.backends.put_slot_where`): slot
-    # ``head`` holds the oldest pair, a new pair replaces it in place and the ring moves on; a model
-    # that keeps its pairs has them moved with it. Shifting every slot a pass instead copied the
-    # whole (10, folds, d·K) memory twice an evaluation (20,000 × 50,000 sparse rows of 20 classes:
-    # 800 MB a pass, a third of the fold models' time).
-    filled, head = 0, 0  # the memory's slots used by some model (the others have ρ = 0 and act as none)
-
-    def direction(g: np.ndarray) -> np.ndarray:
-        order = [(head + j) % memory for j in range(memory - filled, memory)]
-        return lbfgs_direction(g, s_mem, y_mem, rho, order, (head - 1) % memory, np)
-
-    p = direction(g)
+    Where the models are large (:data:`THREADED_PARAMETERS`), they run in groups, one a core of
+    :func:`~calopt.training.selection.trainer_pool`, each group's pass in a thread (its product
+    with the rows, its memory and its recursion: NumPy's kernels and SciPy's sparse products
+    release the GIL) and the stop taken over every group, as for one group: each model's numbers
+    depend on its own row of every array only, so the models are the same to the bit."""
+    pool = trainer_pool()
+    workers = 1 if pool is None or start.size < THREADED_PARAMETERS else min(trainer_cores(), start.shape[0])
+    if workers == 1:
+        run = _LbfgsRun(objective, start, memory)
+        for _ in range(passes - 1):
+            if run.converged(tol):
+                break
+            run.step()
+        return run.x
+    groups = [slice(int(part[0]), int(part[-1]) + 1) for part in np.array_split(np.arange(start.shape[0]), workers)]
+    runs = list(pool.map(lambda group: _LbfgsRun(objective.part(group), start[group], memory), groups))
     for _ in range(passes - 1):
-        if np.all(np.max(np.abs(g), axis=1) <= tol):
+        if all([run.converged(tol) for run in runs]):
             break
+        list(pool.map(_LbfgsRun.step, runs))
+    return np.concatenate([run.x for run in runs])
+
+
+#: Parameters of all the models at once from which :func:`_lbfgs` splits them among the cores
+#: (BBC News TF-IDF, 5 classes: 12 models × 127,615; below it a pass is too short for threads).
+THREADED_PARAMETERS = 1 << 18
+
+
+class _LbfgsRun:
+    """:func:`_lbfgs`'s state for a group of models: the iterate, f and ∇f there, the direction and
+    step, the memory."""
+
+    def __init__(self, objective: Any, start: np.ndarray, memory: int):
+        self.objective, self.memory = objective, memory
+        self.x = start.copy()
+        self.f, self.g = objective(self.x)
+        M = self.x.shape[0]
+        self.s_mem, self.y_mem = np.zeros((memory, *self.x.shape)), np.zeros((memory, *self.x.shape))
+        self.rho, self.step_size = np.zeros((memory, M)), np.ones(M)
+        # The memory is a ring (the lbfgs algorithm's, :func:`~calopt.backends.put_slot_where`): slot
+        # ``head`` holds the oldest pair, a new pair replaces it in place and the ring moves on; a model
+        # that keeps its pairs has them moved with it. Shifting every slot a pass instead copied the
+        # whole (10, folds, d·K) memory twice an evaluation (20,000 × 50,000 sparse rows of 20 classes:
+        # 800 MB a pass, a third of the fold models' time).
+        self.filled, self.head = 0, 0  # the slots some model uses (the others have ρ = 0 and act as none)
+        self.p = self._direction(self.g)
+
+    def _direction(self, g: np.ndarray) -> np.ndarray:
+        memory, head = self.memory, self.head
+        order = [(head + j) % memory for j in range(memory - self.filled, memory)]
+        return lbfgs_direction(g, self.s_mem, self.y_mem, self.rho, order, (head - 1) % memory, np)
+
+    def converged(self, tol: float) -> bool:
+        return bool(np.all(np.max(np.abs(self.g), axis=1) <= tol))
+
+    def step(self) -> None:
+        """One evaluation at the trial point: accepted or the step halved, per model."""
+        x, f, g, p, step = self.x, self.f, self.g, self.p, self.step_size
         trial = x + step[:, None] * p
-        f_new, g_new = objective(trial)
+        f_new, g_new = self.objective(trial)
         accept = f_new <= f + 1e-4 * step * np.einsum("mp,mp->m", g, p)
         s_new, y_new = trial - x, g_new - g
         curvature = np.einsum("mp,mp->m", s_new, y_new)
         remember = accept & (curvature > 1e-10)
         if np.any(remember):
-            filled = min(filled + 1, memory)
-            s_mem = put_slot_where(s_mem, head, s_new, remember, np)
-            y_mem = put_slot_where(y_mem, head, y_new, remember, np)
-            rho = put_slot_where(rho, head, np.divide(1.0, curvature, out=np.zeros(M), where=remember), remember, np)
-            head = (head + 1) % memory
-        x = np.where(accept[:, None], trial, x)
-        f, g = np.where(accept, f_new, f), np.where(accept[:, None], g_new, g)
+            self.filled = min(self.filled + 1, self.memory)
+            self.s_mem = put_slot_where(self.s_mem, self.head, s_new, remember, np)
+            self.y_mem = put_slot_where(self.y_mem, self.head, y_new, remember, np)
+            self.rho = put_slot_where(self.rho, self.head, np.divide(1.0, curvature, out=np.zeros(x.shape[0]),
+                                                                     where=remember), remember, np)
+            self.head = (self.head + 1) % self.memory
+        self.x = np.where(accept[:, None], trial, x)
+        self.f, self.g = np.where(accept, f_new, f), np.where(accept[:, None], g_new, g)
         if np.any(accept):
-            p = np.where(accept[:, None], direction(g), p)
-        step = np.where(accept, 1.0, step * 0.5)
-    return x
+            self.p = np.where(accept[:, None], self._direction(self.g), p)
+        self.step_size = np.where(accept, 1.0, step * 0.5)
 
 
 def out_of_fold_proba(X: Any, codes: np.ndarray, weight: np.ndarray | None, w: np.ndarray, b: np.ndarray,

@@ -343,11 +343,16 @@ def trainer_pool() -> ThreadPoolExecutor | None:
     process may run on; None on one core. Made once, on first use, and kept (idle threads cost
     nothing): a full-batch pass is a few milliseconds, so a pool a fit would be a noticeable
     share of the threads' gain on small data."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        cores = os.cpu_count() or 1
+    cores = trainer_cores()
     return ThreadPoolExecutor(cores, thread_name_prefix="calopt-trainer") if cores > 1 else None
+
+
+def trainer_cores() -> int:
+    """The cores this process may run on: :func:`trainer_pool`'s threads."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
 
 
 # A forked child inherits the pool without its threads (work given to it would wait forever):
