@@ -91,7 +91,7 @@ def fit(
     objects. ``backend`` (``numpy``, ``array-api-strict``, ``torch``, ``cupy``) defaults
     to X's own; ``dtype`` is a dense X's own floating dtype, else float64, except on the GPU (float32)
     and for sparse text trained two classes at a time by the selection's L-BFGS with a
-    trainer a candidate (float32: the same test values in 232 of 252 text cells, 0.6-0.75 of
+    trainer a candidate (float32: the same test values in 232 of 252 text cells, 0.5-0.8 of
     the time; the model's weights are float64 either way; give ``dtype`` to choose). ``sample_weight`` (n,)
     weighs each row in the losses, rewards and rates (TPR, TNR) the solvers and the
     threshold use; weights are rescaled to mean 1, so only their ratios matter.

@@ -279,6 +279,7 @@ class _LbfgsRun:
         return lbfgs_direction(g, self.s_mem, self.y_mem, self.rho, order, (head - 1) % memory, np)
 
     def converged(self, tol: float) -> bool:
+        """Whether every model of the group has max |∇f| ≤ ``tol``."""
         return bool(np.all(np.max(np.abs(self.g), axis=1) <= tol))
 
     def step(self) -> None:

@@ -46,11 +46,11 @@ from calopt.io.labels import encode_among, encode_binary, encode_like, encode_mu
 from calopt.measures import Measure, confusion_counts
 from calopt.models.linear import LinearModel, Model, MulticlassModel
 from calopt.models.report import DataReading, DecisionReport, FitReport
+from calopt.training import rowspace
 from calopt.training.checkpoint import Checkpoint, data_fingerprint, run_resumable
 from calopt.training.loop import NONFINITE, EpochRecord, LoopResult
 from calopt.training.multiclass import choose_decision, skip_reason
 from calopt.training.plan import DEFAULT_EPOCHS, FitPlan, RunControl, default_batch_size
-from calopt.training import rowspace
 from calopt.training.rowspace import RowSpace
 from calopt.training.sampling import RowSample, sample_size, smaller_class
 from calopt.training.selection import (
@@ -518,7 +518,7 @@ def text_backend(X: Any, plan: FitPlan, rule: Rule, resolved: Backend) -> Backen
     ``resolved`` elsewhere. The model keeps float64 weights (the float32 ones, exactly).
 
     Measured (BENCHMARKS.md, "Text in float32"): SMS spam and the sentiment sentences fit in
-    0.6-0.75 of the float64 time, with the same test value in 232 of the 252 text cells of both
+    0.5-0.8 of the float64 time (interleaved in one process), with the same test value in 232 of the 252 text cells of both
     halves and the others on either side (the development half's mean margins moved by at most
     0.0001)."""
     if not (is_sparse(X) and resolved.name == "numpy" and resolved.dtype_name == "float64") or rule.kind == "none":
