@@ -377,7 +377,8 @@ def _print_train(model: Any, report: RunReport, summaries: list[tuple[str, dict[
     cluster = report.cluster
     passes = epochs_text(report.epochs) if not cluster else \
         f"{epochs_text(report.epochs, 'round')} on {cluster['workers']} Dask workers ({cluster['mode']})"
-    table.caption = escape(f"{report.backend}, {passes}{rank}, fit in {model.fit_seconds:.2f} s")
+    dtype = "" if report.dtype == "float64" else f" {report.dtype}"  # float32: the GPU's, or text's by default
+    table.caption = escape(f"{report.backend}{dtype}, {passes}{rank}, fit in {model.fit_seconds:.2f} s")
     console.print(table)
     chosen = selection_text(report.selection, model.measure)
     if chosen:

@@ -151,3 +151,21 @@ def test_disabled_progress_bar_does_nothing():
     with epoch_progress(3, enabled=False) as on_epoch:
         assert on_epoch(_record(1)) is None
         assert not hasattr(on_epoch, "progress")
+
+
+def test_text_trains_in_float32_and_says_so(tmp_path):
+    """Sparse rows with many columns train in float32 unless --dtype is given; the run's caption
+    and its JSON say which."""
+    import scipy.sparse
+
+    rng = np.random.default_rng(4)
+    X = scipy.sparse.random(1500, 3000, density=0.003, random_state=5, format="csr")
+    y = np.where(np.asarray(X @ rng.standard_normal(3000)).ravel() + 0.3 * rng.standard_normal(1500) > 0.4, 1, -1)
+    path = tmp_path / "text.svm"
+    dump_svmlight_file(X, y, str(path))
+    shown = runner.invoke(app, ["train", str(path), "-m", "f1"])
+    assert shown.exit_code == 0, shown.output
+    assert "numpy float32," in shown.output
+    assert _json(runner.invoke(app, ["train", str(path), "-m", "f1", "--json"]))["dtype"] == "float32"
+    asked = runner.invoke(app, ["train", str(path), "-m", "f1", "--dtype", "float64"])
+    assert asked.exit_code == 0 and "numpy, " in asked.output and "float32" not in asked.output
