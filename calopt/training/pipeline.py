@@ -518,9 +518,9 @@ def text_backend(X: Any, plan: FitPlan, rule: Rule, resolved: Backend) -> Backen
     ``resolved`` elsewhere. The model keeps float64 weights (the float32 ones, exactly).
 
     Measured (BENCHMARKS.md, "Text in float32"): SMS spam and the sentiment sentences fit in
-    0.5-0.8 of the float64 time (interleaved in one process), with the same test value in 232 of the 252 text cells of both
-    halves and the others on either side (the development half's mean margins moved by at most
-    0.0001)."""
+    0.5-0.8 of the float64 time (medians of five fits), with the same test value in 232 of the
+    252 text cells of both halves and the others on either side (the development half's mean
+    margins moved by at most 0.0001)."""
     if not (is_sparse(X) and resolved.name == "numpy" and resolved.dtype_name == "float64") or rule.kind == "none":
         return resolved
     algorithms = plan.components.algorithms
