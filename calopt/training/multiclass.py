@@ -232,21 +232,19 @@ def _lbfgs(objective: Any, start: np.ndarray, passes: int, tol: float, memory: i
     release the GIL) and the stop taken over every group, as for one group: each model's numbers
     depend on its own row of every array only, so the models are the same to the bit."""
     pool = trainer_pool()
-    workers = 1 if pool is None or start.size < THREADED_PARAMETERS else min(trainer_cores(), start.shape[0])
-    if workers == 1:
-        run = _LbfgsRun(objective, start, memory)
-        for _ in range(passes - 1):
-            if run.converged(tol):
-                break
-            run.step()
-        return run.x
-    groups = [slice(int(part[0]), int(part[-1]) + 1) for part in np.array_split(np.arange(start.shape[0]), workers)]
-    runs = list(pool.map(lambda group: _LbfgsRun(objective.part(group), start[group], memory), groups))
+    threaded = pool is not None and start.size >= THREADED_PARAMETERS and start.shape[0] > 1
+    each = pool.map if threaded else map
+    if threaded:
+        parts = np.array_split(np.arange(start.shape[0]), min(trainer_cores(), start.shape[0]))
+        runs = list(each(lambda part: _LbfgsRun(objective.part(slice(int(part[0]), int(part[-1]) + 1)),
+                                                start[part[0]:part[-1] + 1], memory), parts))
+    else:
+        runs = [_LbfgsRun(objective, start, memory)]
     for _ in range(passes - 1):
         if all([run.converged(tol) for run in runs]):
             break
-        list(pool.map(_LbfgsRun.step, runs))
-    return np.concatenate([run.x for run in runs])
+        list(each(_LbfgsRun.step, runs))
+    return runs[0].x if len(runs) == 1 else np.concatenate([run.x for run in runs])
 
 
 #: Parameters of all the models at once from which :func:`_lbfgs` splits them among the cores

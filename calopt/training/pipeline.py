@@ -59,7 +59,6 @@ from calopt.training.selection import (
     Arm,
     Rule,
     Selector,
-    by_candidate,
     choose_settings,
     fold_weights,
     foldable,
@@ -69,6 +68,7 @@ from calopt.training.selection import (
     resolve_rule,
     stratified_split,
     take_rows,
+    trains_by_candidate,
 )
 from calopt.training.threshold import best_cut, best_threshold, feasible_threshold_at_share, threshold_at_share
 
@@ -512,7 +512,7 @@ def fit_rows(X: Any, y_pm: np.ndarray, classes: tuple[Any, Any], plan: FitPlan, 
 def text_backend(X: Any, plan: FitPlan, rule: Rule, resolved: Backend) -> Backend:
     """The backend of a binary run whose dtype the user left to calopt: float32 in place of
     NumPy's float64 for sparse rows (text) on which the selection's L-BFGS trains each candidate
-    in a trainer of its own (:func:`~calopt.training.selection.by_candidate`: a pass's time is
+    in a trainer of its own (:func:`~calopt.training.selection.trains_by_candidate`: a pass's time is
     the two-loop recursion's traffic over the histories, which float32 halves) and which do not
     train in the span of their rows (float64 only: :func:`~calopt.training.rowspace.applies`);
     ``resolved`` elsewhere. The model keeps float64 weights (the float32 ones, exactly).
@@ -524,11 +524,10 @@ def text_backend(X: Any, plan: FitPlan, rule: Rule, resolved: Backend) -> Backen
     if not (is_sparse(X) and resolved.name == "numpy" and resolved.dtype_name == "float64") or rule.kind == "none":
         return resolved
     algorithms = plan.components.algorithms
-    if not all(algorithm.stackable and algorithm.full_batch for algorithm in algorithms):
-        return resolved
     n, d, entries = int(X.shape[0]), int(X.shape[1]), int(X.nnz)
     per_candidate = (rule.folds if rule.kind == "cv" else 1) + 1
-    if not by_candidate(entries, d, per_candidate) or rowspace.applies(n, d, entries, algorithms, _models(plan, rule)):
+    if not all(trains_by_candidate(algorithm, entries, d, per_candidate) for algorithm in algorithms) \
+            or rowspace.applies(n, d, entries, algorithms, _models(plan, rule)):
         return resolved
     return get_backend("numpy", dtype="float32")
 

@@ -337,6 +337,12 @@ def by_candidate(entries: int, d: int, models: int) -> bool:
     return ENTRY_BYTES * entries <= COORDINATE_BYTES * d * models
 
 
+def trains_by_candidate(algorithm: Algorithm, entries: int, d: int, models: int) -> bool:
+    """Whether :meth:`Arm.build` gives each of ``algorithm``'s candidates a trainer of its own: a
+    stackable full-batch algorithm (L-BFGS) where :func:`by_candidate` holds."""
+    return algorithm.stackable and algorithm.full_batch and by_candidate(entries, d, models)
+
+
 @functools.lru_cache(maxsize=None)
 def trainer_pool() -> ThreadPoolExecutor | None:
     """The threads that step an arm's trainers at once (:meth:`Arm.update`), one per core this
@@ -388,7 +394,7 @@ class Arm:
         """The arm's trainers; ``entries``: the stored entries of the training rows (for :func:`by_candidate`)."""
         S, xp, width = len(grid), backend.xp, K + 1
         if algorithm.stackable:
-            split = algorithm.full_batch and by_candidate(entries, problem.n_features, width)
+            split = trains_by_candidate(algorithm, entries, problem.n_features, width)
             groups = [grid[c:c + 1] for c in range(S)] if split else [grid]
             trainers = []
             for group in groups:
