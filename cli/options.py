@@ -282,9 +282,11 @@ def selection_text(selection: dict[str, Any] | None, measure: str) -> str | None
     if selection.get("compared"):
         text += "; compared " + ", ".join(f"{c['algorithm']} {c['value']:.4f}" for c in selection["compared"])
     transfer = selection.get("threshold_transfer")
-    if transfer:  # "out-of-fold threshold (REASON[: more])": the reason's first clause
+    if transfer:  # "out-of-fold threshold|positive share … (REASON[: more])": the reason's first clause
         reason = transfer.partition("(")[2].rstrip(")").partition(":")[0]
-        text += f"; the out-of-fold threshold kept ({reason})" if reason else f"; {transfer}"
+        kept = ("the out-of-fold positive share kept, cut without the training rows' own terms"
+                if transfer.startswith("out-of-fold positive share") else "the out-of-fold threshold kept")
+        text += f"; {kept} ({reason})" if reason else f"; {transfer}"
     return text
 
 

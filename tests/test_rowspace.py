@@ -92,7 +92,11 @@ def test_the_default_selection_chooses_as_over_the_columns(monkeypatch):
     assert wide.fit_report.selection["algorithm"] == columns.fit_report.selection["algorithm"]
     assert wide.fit_report.selection["epochs"] == columns.fit_report.selection["epochs"]
     np.testing.assert_allclose(wide.coef, columns.coef, rtol=1e-7, atol=1e-10)
-    assert np.mean(wide.predict(X_test) == columns.predict(X_test)) > 0.99
+    # the trained intercepts agree; the thresholds need not: over the columns the refit model keeps the
+    # raw out-of-fold threshold, in the rows' span the out-of-fold share without the rows' own terms
+    np.testing.assert_allclose(wide.intercept + wide.threshold, columns.intercept + columns.threshold, atol=1e-7)
+    assert wide.fit_report.selection["threshold_transfer"].startswith("out-of-fold positive share")
+    assert columns.fit_report.selection["threshold_transfer"].startswith("out-of-fold threshold")
     assert [round(h["validation"], 9) for h in wide.history] == [round(h["validation"], 9) for h in columns.history]
 
 
@@ -133,3 +137,83 @@ def test_the_gram_matrix_of_sparse_rows_in_blocks_is_the_dense_product(rows):
     got = _gram(X)
     np.testing.assert_allclose(got, dense @ dense.T, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(got, (X @ X.T).toarray())
+
+
+@pytest.mark.parametrize("duplicates", [0, 12])
+def test_own_terms_are_each_rows_term_in_its_score(duplicates):
+    """Against a plain loop: with w = Σ_j a_j x_j (a from a least-squares fit of w on the pivot
+    rows), row i's own term is its score less Σ_{j≠i} a_j⟨x_j, x_i⟩; 0 for a row off the pivots."""
+    X, _ = _wide(n=60, d=900, density=0.05, seed=7, duplicates=duplicates)
+    space = RowSpace.of(X, [Lbfgs()], NUMPY, models=18)
+    assert space is not None
+    u = np.random.default_rng(8).standard_normal(space.features.shape[1])
+    w = space.weights(u)
+    rows = X.toarray()
+    pivots = space.pivots
+    a = np.zeros(X.shape[0])
+    a[pivots] = np.linalg.lstsq(rows[pivots].T, w, rcond=None)[0]
+    np.testing.assert_allclose(rows.T @ a, w, rtol=1e-9, atol=1e-9)  # w is in the pivot rows' span
+    scores = rows @ w
+    expected = np.zeros(X.shape[0])
+    for i in pivots:
+        others = sum(a[j] * (rows[j] @ rows[i]) for j in range(X.shape[0]) if j != i)
+        expected[i] = scores[i] - others
+    got = space.own_terms(u)
+    np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9 * np.abs(scores).max())
+    assert np.all(got[np.setdiff1d(np.arange(X.shape[0]), pivots)] == 0)
+
+
+def _planted(n: int, d: int, seed: int, n_test: int = 4_000):
+    """Binary sparse rows at 1% non-zero (the size benchmark's very wide set, smaller): 40 planted
+    columns, each 1 in 20% of the rows; a tenth of the rows positive through logistic noise."""
+    rng = np.random.default_rng(seed)
+    planted = rng.choice(d, 40, replace=False)
+    w = np.zeros(d)
+    w[planted] = rng.standard_normal(40)
+
+    def rows(count):
+        noise = sp.random(count, d, density=0.01, format="csr", random_state=rng)
+        active = sp.csr_matrix((rng.random((count, 40)) < 0.2).astype(float))
+        signal = sp.csr_matrix((active.data, planted[active.indices], active.indptr), shape=(count, d))
+        return ((noise + signal) > 0).astype(float).tocsr()
+
+    X, X_test = rows(n), rows(n_test)
+    score = X @ w
+    cut = np.quantile(score + rng.logistic(size=n), 0.9)
+    return X, (score + rng.logistic(size=n) > cut).astype(int), X_test, (X_test @ w + rng.logistic(size=n_test) > cut)
+
+
+@pytest.mark.parametrize("seed", [1, 3, 5])
+def test_wide_sparse_rows_keep_the_out_of_fold_share_on_new_rows(seed):
+    """Sparse rows with fifty times more columns than rows, trained in their span: the refit model
+    separates its training rows and its scores' level moves between passes, so the raw out-of-fold
+    threshold puts about twice the out-of-fold share of new rows above it. Cut at that share on the
+    training rows' scores without their own terms, new rows get about the share, and F1 gains."""
+    X, y, X_test, y_test = _planted(400, 20_000, seed)
+    model = calopt.fit(X, y, measure="f1")
+    selection = model.fit_report.selection
+    assert selection["threshold_transfer"].startswith("out-of-fold positive share")
+    scores = model.decision_function(X_test)  # the threshold folded into the intercept
+    raw = scores + model.threshold > selection["threshold"]
+    share, new, raw_share = selection["positive_share"], np.mean(scores > 0), np.mean(raw)
+    assert abs(new - share) < 0.06
+    assert abs(new - share) < abs(raw_share - share)
+    tp, predicted = np.sum((scores > 0) & y_test), np.sum(scores > 0)
+    tp_raw, predicted_raw = np.sum(raw & y_test), np.sum(raw)
+    assert 2 * tp / (predicted + y_test.sum()) > 2 * tp_raw / (predicted_raw + y_test.sum())
+    # the cut is the share of the training rows' scores without their own terms (by a plain loop)
+    rows = X.toarray() / model.scale
+    coef = model.coef * model.scale  # the weights on the scaled rows
+    a = np.linalg.lstsq(rows.T, coef, rcond=None)[0]  # w = X'a (the rows are independent here)
+    np.testing.assert_allclose(rows.T @ a, coef, rtol=1e-8, atol=1e-10)
+    own = a * np.einsum("ij,ij->i", rows, rows)
+    trained = rows @ coef + model.intercept - own
+    assert abs(np.mean(trained > 0) - share) <= 1.5 / X.shape[0]
+
+
+def test_wide_dense_rows_keep_the_raw_threshold():
+    X, y = _wide(n=200, d=3_000, density=1.0, seed=9)
+    X = X.toarray()
+    assert RowSpace.of(X, [Lbfgs()], NUMPY, models=18) is not None
+    model = calopt.fit(X, y, measure="f1")
+    assert model.fit_report.selection["threshold_transfer"].startswith("out-of-fold threshold")

@@ -768,6 +768,11 @@ def test_the_selection_line_names_the_threshold_kept():
     folds = {**chosen, "threshold_transfer": "out-of-fold threshold (the in-sample share does not carry over)"}
     assert selection_text(folds, "f1") == ("chosen by cv:5: lbfgs at 3 epochs of 9, held-out f1 0.5000; the "
                                            "out-of-fold threshold kept (the in-sample share does not carry over)")
+    own = {**chosen, "threshold_transfer": "out-of-fold positive share, cut on the training rows' scores without "
+                                           "their own terms (wide sparse rows: the refit model separates them)"}
+    assert selection_text(own, "f1") == ("chosen by cv:5: lbfgs at 3 epochs of 9, held-out f1 0.5000; the "
+                                         "out-of-fold positive share kept, cut without the training rows' own "
+                                         "terms (wide sparse rows)")
 
 
 def _wide_rows(rng, n, d, chosen, w):
@@ -786,10 +791,12 @@ def test_on_far_more_features_than_rows_the_threshold_still_predicts_new_positiv
     """600 rows, 6,000 binary features (1% non-zero, 40 informative): for F1 the refit model separates
     its training rows, so the fold models' in-sample share put its cut above almost every new row's
     score (2% of new rows predicted positive, F1 0.32 before; on wider data 0). With as many columns
-    as rows the refit model keeps the raw out-of-fold threshold, for every measure: new rows are
-    predicted positive at about the positive rate (F1 0.64; G-mean 0.86, where the share's cut gave
-    0.89 and the tuned-threshold route 0.90); the report says why. With the share kept (the rule
-    off) the old failure returns."""
+    as rows the refit model keeps the out-of-fold share cut without the rows' own terms (sparse rows
+    in their span; the raw out-of-fold threshold elsewhere), for every measure: new rows are
+    predicted positive at about the positive rate (F1 0.67, 0.64 with the raw threshold; G-mean 0.88,
+    0.86 with the raw threshold, where the in-sample share's cut gave 0.89 and the tuned-threshold
+    route 0.90); the report says why. With the in-sample share kept (the
+    rule off) the old failure returns."""
     rng = np.random.default_rng(11)
     d, chosen = 6000, np.sort(rng.choice(6000, 40, replace=False))
     w = np.zeros(d)
@@ -805,9 +812,9 @@ def test_on_far_more_features_than_rows_the_threshold_still_predicts_new_positiv
     model = calopt.fit(X, y, measure="f1", seed=0)
     share, f1, _ = fresh(model)
     assert 0.05 < share < 0.3 and f1 > 0.55
-    assert model.fit_report.selection["threshold_transfer"].startswith("out-of-fold threshold (as many columns")
+    assert model.fit_report.selection["threshold_transfer"].startswith("out-of-fold positive share, cut on")
     gmean_model = calopt.fit(X, y, measure="gmean", seed=0)
-    assert gmean_model.fit_report.selection["threshold_transfer"].startswith("out-of-fold threshold (as many")
+    assert gmean_model.fit_report.selection["threshold_transfer"].startswith("out-of-fold positive share")
     assert fresh(gmean_model)[2] > 0.85
     monkeypatch.setattr(calopt.training.selection.Selector, "_raw", lambda self, state, index: False)
     share_before, f1_before, _ = fresh(calopt.fit(X, y, measure="f1", seed=0))

@@ -216,6 +216,10 @@ class BinaryTask:
         #: How the last threshold of a constrained model was chosen (:data:`SHARE_FEASIBLE` or
         #: :data:`TRAINING_CLOSEST`; None: tuned on the ``tune`` rows as any measure's is).
         self.rule: str | None = None
+        #: Each training row's own term in its score by a model (weights → (n,)), subtracted from
+        #: the scores where the share is cut, when the selection chose so (wide sparse rows in
+        #: their span: :meth:`~calopt.training.rowspace.RowSpace.own_terms`); None: the scores.
+        self.own: Callable[[Any], Any] | None = None
 
     def _cut(self, w: Array, b: Array) -> tuple[Array, Array | None]:
         """The threshold (0-d) for (w, b) and, when tuned on the training rows, the value there."""
@@ -232,6 +236,8 @@ class BinaryTask:
             xp = namespace(scores)
             return xp.asarray(self.cut, dtype=scores.dtype, device=device(scores)), None
         if self.share is not None:
+            if self.own is not None:
+                scores = scores - namespace(scores).asarray(self.own(w), dtype=scores.dtype, device=device(scores))
             return threshold_at_share(scores, self.share, weight), None
         return best_cut(scores, y, self.measure, weight)
 
@@ -342,6 +348,7 @@ def train(data: Prepared, algorithm: Algorithm, problem: Problem, task: Any, *, 
         # constraints on the training rows: benchmarks/constraint_threshold_rules.py measured the rules.
         task.share = selection.share
         task.cut = selection.threshold if selection.raw else None
+        task.own = selector.own_terms if selection.own_terms else None
         if selector.latest and selection.diverged:  # the passes were given: say it stopped short
             result = dataclasses.replace(result, status=NONFINITE, message=(
                 f"diverged in epoch {selection.diverged}: non-finite weights; kept epoch {selection.epochs}"))
@@ -506,7 +513,8 @@ def fit_rows(X: Any, y_pm: np.ndarray, classes: tuple[Any, Any], plan: FitPlan, 
     data = dataclasses.replace(data, X=resolved.asarray(space.features), scale=unit)
     if evaluation is not None:
         evaluation = dataclasses.replace(evaluation, X=resolved.asarray(space.coordinates(evaluation.X)), scale=unit)
-    return space.expand(_fit_binary(data, classes, plan, rule, evaluation, started, wide=wide), columns_scale)
+    return space.expand(_fit_binary(data, classes, plan, rule, evaluation, started, wide=wide,
+                                    own_terms=space.own_terms if space.sparse else None), columns_scale)
 
 
 def text_backend(X: Any, plan: FitPlan, rule: Rule, resolved: Backend) -> Backend:
@@ -608,8 +616,8 @@ def _binary_task(data: Prepared, plan: FitPlan, rule: Rule, evaluation: Prepared
     return problem, task, kept, held
 
 
-def _selector(data: Prepared, plan: FitPlan, rule: Rule, problem: Problem,
-              wide: bool = False) -> tuple[Selector | None, Problem]:
+def _selector(data: Prepared, plan: FitPlan, rule: Rule, problem: Problem, wide: bool = False,
+              own_terms: Callable[[Any], Any] | None = None) -> tuple[Selector | None, Problem]:
     """The settings selection of ``rule`` (None for ``none``) and the problem it runs on (its pass cap)."""
     if rule.kind == "none":
         return None, problem
@@ -622,7 +630,7 @@ def _selector(data: Prepared, plan: FitPlan, rule: Rule, problem: Problem,
                       data.backend, top, entries) for candidate, candidate_loss in plan.components.candidates]
     selector = Selector(arms, rule, rule_folds, data.X, y_pm, weight, plan.measure, data.backend,
                         patience=None if budget.epochs is not None else budget.patience,
-                        latest=budget.epochs is not None, wide=wide)
+                        latest=budget.epochs is not None, wide=wide, own_terms=own_terms)
     return selector, problem._replace(epochs=budget.epochs or budget.max_epochs)
 
 
@@ -642,12 +650,14 @@ def _run_options(plan: FitPlan, classes: tuple[Any, ...], problem: Problem, back
 
 def _fit_binary(data: Prepared, classes: tuple[Any, Any], plan: FitPlan, rule: Rule, evaluation: Prepared | None,
                 started: float, run: RunControl | None = None, shift: np.ndarray | None = None,
-                wide: bool | None = None) -> LinearModel:
+                wide: bool | None = None, own_terms: Callable[[Any], Any] | None = None) -> LinearModel:
     """The binary plan on prepared data (labels ±1, classes known) with the selection ``rule``.
 
     ``run`` replaces the plan's run control (one class of a one-vs-rest run, its own); ``wide``
     says whether the rows have at least as many columns as rows (None: ``data.X``'s, which
-    in the span of the rows are not the columns').
+    in the span of the rows are not the columns'); ``own_terms`` (sparse rows in their span:
+    :meth:`~calopt.training.rowspace.RowSpace.own_terms`) gives each training row's own term
+    in its score by a model, for the selection's threshold (:class:`Selector`'s ``own_terms``).
     """
     wide = _wide(data.X) if wide is None else wide
     backend, measure, run = data.backend, plan.measure, run or plan.run
@@ -655,7 +665,7 @@ def _fit_binary(data: Prepared, classes: tuple[Any, Any], plan: FitPlan, rule: R
     run_options = _run_options(plan, classes, problem, backend, evaluation, rule)
     for candidate, candidate_loss in plan.components.candidates:
         candidate.check_problem(problem._replace(loss=candidate_loss))
-    selector, problem = _selector(data, plan, rule, problem, wide)
+    selector, problem = _selector(data, plan, rule, problem, wide, own_terms)
     trained = train(data, plan.components.algorithm, problem, task, seed=plan.seed, run_options=run_options,
                     kept=None if held.size == 0 else kept, started=started, selector=selector, **run.keywords())
     constrained, message = {}, trained.result.message

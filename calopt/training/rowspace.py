@@ -26,6 +26,7 @@ columns' (the selection stops on its held-out rows first in the default).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -125,6 +126,31 @@ class RowSpace:
         cross = rows @ self.X[self.pivots].T
         cross = cross.toarray() if is_sparse(cross) else np.asarray(cross)
         return scipy.linalg.solve_triangular(self.factor, cross.T, lower=True).T
+
+    @property
+    def sparse(self) -> bool:
+        """Whether the training rows are sparse (:meth:`own_terms` applies)."""
+        return is_sparse(self.X)
+
+    @functools.cached_property
+    def norms(self) -> np.ndarray:
+        """‖x_i‖² of each training row (K's diagonal, from Φ: ΦΦ' = K), (n,)."""
+        return np.einsum("ij,ij->i", self.features, self.features)
+
+    def own_terms(self, u: Any) -> np.ndarray:
+        """Each training row's own term in its score Φu by the model u: with w = X'a (a = Bu,
+        non-zero at the pivot rows), row i's score is Σ_j a_j⟨x_j, x_i⟩ + b and its own term
+        a_i‖x_i‖², (n,) (0 off the pivots: a row that repeats a pivot row is carried by it).
+
+        The scores less these terms are what the model gives a row it did not train on with
+        the same inner products, to first order (the other rows' terms do not move without
+        row i): where the rows are nearly orthogonal, as sparse rows with many more columns
+        than rows are, they score new rows as the model will, which its scores of its own
+        training rows do not (it separates them)."""
+        a = scipy.linalg.solve_triangular(self.factor, np.asarray(u, dtype=np.float64), lower=True, trans="T")
+        own = np.zeros(self.features.shape[0])
+        own[self.pivots] = a * self.norms[self.pivots]
+        return own
 
     def weights(self, u: np.ndarray) -> np.ndarray:
         """w = X'Bu, (d,) for coordinates u (r,), or (d, C) for (r, C): a column a class."""

@@ -34,7 +34,11 @@ decision threshold:
   ``benchmarks/constraint_threshold_rules.py`` measured), carried over to the nearest
   threshold that also meets them on the training rows (the pipeline's
   ``SHARE_FEASIBLE``: the pooled out-of-fold scores break ties that the refit model's
-  scores keep, so a share can fall across a block of tied scores).
+  scores keep, so a share can fall across a block of tied scores). On rows with at least as
+  many columns as rows the refit model keeps the raw out-of-fold threshold (:meth:`Selector._raw`),
+  except on sparse rows trained in their span, where it keeps the out-of-fold positive share,
+  cut on its training rows' scores without their own terms
+  (:meth:`~calopt.training.rowspace.RowSpace.own_terms`: what it gives rows it did not see).
 
 **The one-pass trial** (``select="none"``, what calopt did before): an unset step scale
 is chosen by one pass of each candidate over a stratified subsample, scored on a
@@ -553,11 +557,17 @@ class Selector:
 
     def __init__(self, arms: list[Arm], rule: Rule, folds: np.ndarray, X: Any, y: np.ndarray,
                  weight: np.ndarray | None, measure: Any, backend: Backend, *, patience: int | None,
-                 latest: bool = False, confidence: float = CONFIDENCE, wide: bool = False):
+                 latest: bool = False, confidence: float = CONFIDENCE, wide: bool = False,
+                 own_terms: Any = None):
         self._chosen: tuple | None = None  # (state key, best_index) of the last call
         #: the training rows have at least as many (present) columns as rows: a model can separate
         #: them, and with K folds the refit model keeps the raw out-of-fold threshold (:meth:`_raw`)
         self.wide = bool(wide)
+        #: the rows are sparse and trained in their span, where the training rows' scores without
+        #: their own terms stand for new rows' (:meth:`~calopt.training.rowspace.RowSpace.own_terms`):
+        #: there the refit model keeps the out-of-fold positive share instead (:meth:`chosen`); the
+        #: function of a model's weights that gives those terms, or None
+        self.own_terms = own_terms
         self.confidence = confidence  #: how sure the bootstrap must be that the first arm beats the last
         self.arms, self.rule, self.folds, self.measure, self.backend = arms, rule, folds, measure, backend
         self.patience = patience
@@ -946,11 +956,16 @@ class Selector:
         compared = [{"algorithm": candidates[best].spec, "value": candidates[best].value,
                      "epochs": candidates[best].epoch}
                     for best in (self._arm_best(state, arm) for arm in range(len(self.arms)))]
-        raw = self._raw(state, index)
+        raw, share = self._raw(state, index), state.shares[index]
+        own = raw and self.wide and self.own_terms is not None
+        if own:  # the out-of-fold share, cut on the refit model's scores without their own terms
+            xp = namespace(state.scores)
+            threshold = xp.asarray(state.thresholds[index], dtype=state.scores.dtype, device=device(state.scores))
+            share, raw = float(positive_share(state.scores[:, index], threshold, self.w_held)), False
         return Selection(self._algorithm(index), self.arms[self._locate(index)[0]].loss, state.epochs[index],
-                         state.thresholds[index], state.shares[index], state.values[index], self.rule, candidates,
+                         state.thresholds[index], share, state.values[index], self.rule, candidates,
                          state.passes, compared if len(self.arms) > 1 else [], state.diverged[index], raw,
-                         raw and self.wide)
+                         raw and self.wide, own)
 
 
 @dataclass
@@ -984,6 +999,10 @@ class Selection:
     raw: bool = False
     #: ``raw`` because the training rows are wide (at least as many columns as rows)
     wide: bool = False
+    #: wide sparse rows trained in their span: ``share`` is the out-of-fold positive share, and the
+    #: refit model's threshold puts it above the training rows' scores without their own terms
+    #: (:meth:`~calopt.training.rowspace.RowSpace.own_terms`)
+    own_terms: bool = False
 
     def report(self) -> dict[str, Any]:
         """A JSON-ready account (``model.fit_report.selection``, ``--json``)."""
@@ -994,6 +1013,10 @@ class Selection:
                                   **({"diverged": c.diverged} if c.diverged else {})} for c in self.candidates]}
         if self.compared:
             report["compared"] = self.compared
+        if self.own_terms:
+            report["threshold_transfer"] = ("out-of-fold positive share, cut on the training rows' scores without "
+                                            "their own terms (wide sparse rows: the refit model separates its "
+                                            "training rows, and its scores move between passes)")
         if self.raw:
             report["threshold_transfer"] = ("out-of-fold threshold (as many columns as rows: a model separates its "
                                             "training rows, and the in-sample share does not carry over)"
