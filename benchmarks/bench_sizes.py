@@ -7,12 +7,14 @@ Datasets (a name each, ``--only NAME``; ``--quick`` shrinks the synthetic ones f
   fitted on the training part), stratified 70/30, seed 0; read by ``bench_text.messages`` from
   ``--sms PATH/SMSSpamCollection`` and ``--sentences PATH/sentiment_dir`` (UCI, CC BY 4.0, not
   shipped; see bench_text.py). Skipped, with a note, when the path is not given or absent;
+  ``--draw K`` splits with seed K instead;
 * ``wide-sparse``: synthetic very wide sparse, 2,000 training rows × 100,000 binary features at
   1% non-zero (about 1,000 a row); 100 features are informative (each 1 in 20% of the rows, an
   N(0, 1) weight), the rest share the remaining non-zeros uniformly; the label is the weighted sum
   plus logistic noise above its 90th percentile (about 10% positive; the Bayes rule's test F1 is
   about 0.7, a plain LogisticRegression's about 0.43); 10,000 test rows from the same generator
-  (quick: 1,000 × 20,000, 50 informative, 4,000 test rows);
+  (quick: 1,000 × 20,000, 50 informative, 4,000 test rows); ``--draw K`` draws it again with
+  seeds [25 + K, ·] (one draw is one training set: its selection noise shows across draws);
 * ``dense-300k``: covtype's shape, 300,000 × 54 dense: 10 continuous columns of unequal
   scales and two one-hot blocks (4 and 40 categories, skewed), the label a fixed linear score
   plus logistic noise cut at the 85th percentile; 100,000 test rows (quick: 30,000 rows);
@@ -48,6 +50,7 @@ cell (the machine is shared). BLAS threads are left as they are unless ``--threa
 
     python benchmarks/bench_sizes.py --quick --workdir /tmp/sizes --out benchmarks/results/sizes_quick.json
     python benchmarks/bench_sizes.py --only wide-sparse dense-300k
+    python benchmarks/bench_sizes.py --only wide-sparse --draw 3 --out benchmarks/results/sizes_wide_draw3.json
     python benchmarks/bench_sizes.py --sms PATH/SMSSpamCollection --sentences PATH/sentiment_dir --only sms sentences
     python benchmarks/bench_sizes.py --workdir /big/disk --only mmap-10m   # writes 4 GB once
     python benchmarks/bench_sizes.py --report [--out FILE]                 # the table of saved results
@@ -143,14 +146,16 @@ def _logistic_labels(rng: np.random.Generator, scores: np.ndarray, cut: float) -
     return (scores + rng.logistic(size=scores.size) > cut).astype(np.int64)
 
 
-def wide_sparse(quick: bool) -> Data:
+def wide_sparse(quick: bool, draw: int = 0) -> Data:
     """n × d binary CSR at 1% non-zero with a planted linear signal: ``informative`` columns, each
-    1 in 20% of the rows with an N(0, 1) weight; the other columns share the rest of the 1%."""
+    1 in 20% of the rows with an N(0, 1) weight; the other columns share the rest of the 1%.
+    ``draw`` K > 0: the same generator with seeds [25 + K, ·] (another signal, rows and labels)."""
     import scipy.sparse as sp
 
     n, d, informative = (1_000, 20_000, 50) if quick else (2_000, 100_000, 100)
     n_test = 4_000 if quick else 10_000
-    rng = np.random.default_rng([25, 1])
+    base = 25 + draw
+    rng = np.random.default_rng([base, 1])
     chosen = np.sort(rng.choice(d, informative, replace=False))
     others = np.setdiff1d(np.arange(d), chosen)
     w = np.zeros(d)
@@ -165,13 +170,14 @@ def wide_sparse(quick: bool) -> Data:
         indptr = np.concatenate([[0], np.cumsum([a.size for a in indices])])
         return sp.csr_matrix((np.ones(indptr[-1]), np.concatenate(indices), indptr), shape=(count, d))
 
-    X_train, X_test = rows(np.random.default_rng([25, 2]), n), rows(np.random.default_rng([25, 3]), n_test)
-    pilot = rows(np.random.default_rng([25, 4]), 2_000) @ w
-    cut = float(np.quantile(pilot + np.random.default_rng([25, 5]).logistic(size=pilot.size), 0.9))
-    y_train = _logistic_labels(np.random.default_rng([25, 6]), X_train @ w, cut)
-    y_test = _logistic_labels(np.random.default_rng([25, 7]), X_test @ w, cut)
+    X_train, X_test = rows(np.random.default_rng([base, 2]), n), rows(np.random.default_rng([base, 3]), n_test)
+    pilot = rows(np.random.default_rng([base, 4]), 2_000) @ w
+    cut = float(np.quantile(pilot + np.random.default_rng([base, 5]).logistic(size=pilot.size), 0.9))
+    y_train = _logistic_labels(np.random.default_rng([base, 6]), X_train @ w, cut)
+    y_test = _logistic_labels(np.random.default_rng([base, 7]), X_test @ w, cut)
     return Data("wide-sparse", f"synthetic binary sparse, 1% non-zero, {informative} informative columns "
-                "(each 1 in 20% of rows, N(0, 1) weights), label: score + logistic noise > its 90th percentile",
+                "(each 1 in 20% of rows, N(0, 1) weights), label: score + logistic noise > its 90th percentile"
+                + (f"; draw {draw} (seeds [{base}, ·])" if draw else ""),
                 X_train, y_train, X_test, y_test)
 
 
@@ -239,7 +245,7 @@ def memory_mapped(quick: bool, workdir: Path) -> Data:
                 notes=notes)
 
 
-def text(name: str, path: Path | None) -> Data:
+def text(name: str, path: Path | None, draw: int = 0) -> Data:
     import bench_text
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.model_selection import train_test_split
@@ -248,19 +254,19 @@ def text(name: str, path: Path | None) -> Data:
         option = "--sms" if name == "sms" else "--sentences"
         raise FileNotFoundError(f"no {option} path given" if path is None else f"{option} {path} does not exist")
     _, texts, labels = bench_text.messages(path)
-    t_train, t_test, y_train, y_test = train_test_split(texts, labels, test_size=0.3, random_state=0,
+    t_train, t_test, y_train, y_test = train_test_split(texts, labels, test_size=0.3, random_state=draw,
                                                         stratify=labels)
     vectorizer = TfidfVectorizer(sublinear_tf=True)
     X_train = vectorizer.fit_transform(t_train).astype(np.float64)
-    return Data(name, f"{path.name}, TF-IDF, stratified 70/30 seed 0", X_train, np.asarray(y_train),
+    return Data(name, f"{path.name}, TF-IDF, stratified 70/30 seed {draw}", X_train, np.asarray(y_train),
                 vectorizer.transform(t_test), np.asarray(y_test))
 
 
 def load(name: str, args: argparse.Namespace) -> Data:
     if name in ("sms", "sentences"):
-        return text(name, getattr(args, name))
+        return text(name, getattr(args, name), args.draw)
     if name == "wide-sparse":
-        return wide_sparse(args.quick)
+        return wide_sparse(args.quick, args.draw)
     if name == "dense-300k":
         return covtype_like(args.quick)
     if name == "dense-1m":
@@ -458,7 +464,7 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> None:
     names = args.only or DATASETS
     for name in names:
         command = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--workdir", str(args.workdir),
-                   "--measures", *args.measures] + (["--quick"] if args.quick else []) + (
+                   "--measures", *args.measures, "--draw", str(args.draw)] + (["--quick"] if args.quick else []) + (
             ["--threads", str(args.threads)] if args.threads else []) + [
             f"--{key}={getattr(args, key)}" for key in ("sms", "sentences") if getattr(args, key)]
         print(f"{name}: uptime load {os.getloadavg()}", flush=True)
@@ -529,6 +535,9 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"these datasets only ({', '.join(DATASETS)})")
     parser.add_argument("--measures", nargs="+", default=MEASURES, choices=bench_suite.MEASURES)
     parser.add_argument("--quick", action="store_true", help="smaller synthetic sizes, for a smoke run")
+    parser.add_argument("--draw", type=int, default=0,
+                        help="another draw of a set: wide-sparse's generator with seeds [25 + DRAW, ·], the "
+                             "text sets' 70/30 split with seed DRAW (0: the sets as they are)")
     parser.add_argument("--sms", type=Path, help="the SMSSpamCollection file")
     parser.add_argument("--sentences", type=Path, help="the Sentiment Labelled Sentences directory")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/calopt-sizes"),

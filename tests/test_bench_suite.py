@@ -308,6 +308,10 @@ def test_bench_sizes_wide_sparse_generator_is_fixed_and_has_the_stated_shape():
     assert abs(a.X_train.nnz / (1_000 * 20_000) - 0.01) < 0.0005
     assert set(np.unique(a.X_train.data)) == {1.0}
     assert 0.07 < a.y_train.mean() < 0.13
+    c = sizes.wide_sparse(quick=True, draw=2)  # another draw: the same shape, other rows and labels
+    assert c.X_train.shape == a.X_train.shape and (c.X_train != a.X_train).nnz > 0
+    assert abs(c.X_train.nnz / (1_000 * 20_000) - 0.01) < 0.0005 and 0.07 < c.y_train.mean() < 0.13
+    assert (sizes.wide_sparse(quick=True, draw=0).X_train != a.X_train).nnz == 0
 
 
 def test_bench_rare_large_shapes_and_its_split_route():
