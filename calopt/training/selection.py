@@ -53,6 +53,7 @@ import functools
 import itertools
 import math
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -558,7 +559,7 @@ class Selector:
     def __init__(self, arms: list[Arm], rule: Rule, folds: np.ndarray, X: Any, y: np.ndarray,
                  weight: np.ndarray | None, measure: Any, backend: Backend, *, patience: int | None,
                  latest: bool = False, confidence: float = CONFIDENCE, wide: bool = False,
-                 own_terms: Any = None):
+                 own_terms: Callable[[Any], Any] | None = None):
         self._chosen: tuple | None = None  # (state key, best_index) of the last call
         #: the training rows have at least as many (present) columns as rows: a model can separate
         #: them, and with K folds the refit model keeps the raw out-of-fold threshold (:meth:`_raw`)
@@ -986,7 +987,9 @@ class Selection:
     loss: Any  #: the loss it trained with
     epochs: int  #: the chosen number of passes
     threshold: float  #: the best threshold of the out-of-fold scores there
-    share: float  #: the positive share the refit model's threshold keeps (in-sample with K folds, held-out with one split)
+    #: the positive share the refit model's threshold keeps (in-sample with K folds, held-out with one
+    #: split; out-of-fold with ``own_terms``)
+    share: float
     value: float  #: the held-out value of the measure there
     rule: Rule
     candidates: list[Candidate] = field(default_factory=list)
