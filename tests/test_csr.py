@@ -245,3 +245,37 @@ def test_threads_multiplying_batches_of_one_shape_get_their_own_products():
     finally:
         sys.setswitchinterval(interval)
     assert failures == []
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_column_max_abs_is_scipys_max_of_abs(dtype):
+    """calopt.backends.column_max_abs against scipy's abs(X).max(axis=0): negative entries, empty
+    columns, duplicate and unsorted entries of a hand-built CSR (summed first, as scipy does), CSC
+    input, a NaN, and no rows."""
+    from calopt.backends import column_max_abs
+
+    rng = np.random.default_rng(4)
+    X = scipy.sparse.random(50, 40, density=0.1, format="csr", random_state=rng,
+                            data_rvs=rng.standard_normal).astype(dtype)
+    keep = np.ones(40)
+    keep[7] = 0  # an empty column
+    X = (X @ scipy.sparse.diags(keep)).tocsr().astype(dtype)
+    X.eliminate_zeros()
+
+    def scipy_max(M):
+        return np.asarray(abs(M).max(axis=0).toarray(), dtype=np.float64).ravel()
+
+    for M in (X, X.tocsc()):
+        np.testing.assert_array_equal(column_max_abs(M), scipy_max(M))
+    # two stored entries of (0, 3) and (2, 5), unsorted: their sums count
+    hand = scipy.sparse.csr_matrix((np.array([1.5, -2.0, 4.0, 0.5, -3.0, -1.0], dtype=dtype), np.array([3, 1, 3, 5, 0, 5]),
+                          np.array([0, 3, 3, 6])), shape=(3, 6))
+    got = column_max_abs(hand)
+    assert hand.nnz == 6  # the caller's matrix is left as it was (scipy's max sums it in place)
+    np.testing.assert_array_equal(got, [3.0, 2.0, 0.0, 5.5, 0.0, 0.5])
+    np.testing.assert_array_equal(got, scipy_max(hand))
+    with_nan = X.copy()
+    with_nan.data[0] = np.nan
+    column = with_nan.indices[0]
+    assert np.isnan(column_max_abs(with_nan)[column])
+    np.testing.assert_array_equal(column_max_abs(X[:0]), np.zeros(40))

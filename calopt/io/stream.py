@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from calopt.backends import is_numpy
+from calopt.backends import column_max_abs, is_numpy
 from calopt.errors import DataError, ParameterError, one_line
 from calopt.io.batches import ArrayReader, Batch
 from calopt.io.files import (
@@ -821,10 +821,8 @@ def _part_max_abs(X: Any, source: str, first_row: int) -> np.ndarray:
     and a NaN or an infinity anywhere shows in them."""
     if X.shape[0] == 0:
         return np.zeros(X.shape[1])
-    if sp.issparse(X):  # one unbuffered reduction over the stored values (scipy's max(axis=0) sorts them by column)
-        part_max = np.zeros(X.shape[1])
-        np.maximum.at(part_max, X.indices, np.abs(X.data, dtype=np.float64))
-        return part_max
+    if sp.issparse(X):
+        return column_max_abs(X)
     high, low = _column_max_min(X)
     part_max = np.maximum(high, -low).astype(np.float64)
     if not np.isfinite(part_max).all():

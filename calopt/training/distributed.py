@@ -52,7 +52,7 @@ import numpy as np
 import scipy.sparse
 
 from calopt.algorithms import Algorithm, Problem
-from calopt.backends import get_backend, is_sparse, to_numpy
+from calopt.backends import column_max_abs, get_backend, is_sparse, to_numpy
 from calopt.errors import DataError, ParameterError, TrainingError, TrainingInterrupted
 from calopt.io.batches import ArrayReader
 from calopt.io.files import Dataset, align_features, read_data
@@ -159,7 +159,7 @@ def _shard_stats(data: Dataset) -> dict[str, Any]:
     """Rows, width, each label's count and each feature's max |x| of a raw shard."""
     labels, counts = np.unique(data.labels, return_counts=True)
     X = data.X
-    maxabs = (np.asarray(abs(X).max(axis=0).toarray()).ravel() if is_sparse(X)
+    maxabs = (column_max_abs(X) if is_sparse(X)
               else np.max(np.abs(X), axis=0)) if X.shape[0] else np.zeros(X.shape[1])
     return {"rows": int(X.shape[0]), "features": int(X.shape[1]), "labels": labels, "counts": counts,
             "maxabs": np.asarray(maxabs, dtype=np.float64), "open_width": data.open_width,

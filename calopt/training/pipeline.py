@@ -37,7 +37,7 @@ import numpy as np
 import scipy.sparse
 
 from calopt.algorithms import Algorithm, Problem
-from calopt.backends import Backend, backend_of, get_backend, is_sparse, to_numpy
+from calopt.backends import Backend, backend_of, column_max_abs, get_backend, is_sparse, to_numpy
 from calopt.backends import device, namespace
 from calopt.constraints import ConstrainedMeasure, RateConstraint, RateObjective, class_constrained, no_class_constraints, parse_constraint
 from calopt.constraints import held_out_unmet_message, unmet_message
@@ -159,7 +159,7 @@ def prepare(X: Any, y_pm: np.ndarray, backend: Backend, scale: bool | np.ndarray
     elif not scale:
         factors = np.ones(X.shape[1])
     elif is_sparse(X):
-        factors = np.asarray(abs(X).max(axis=0).toarray(), dtype=np.float64).ravel()
+        factors = column_max_abs(X)
     else:
         factors = to_numpy(xp.max(xp.abs(X), axis=0)).astype(np.float64)
     factors[~(factors > 0) | ~np.isfinite(factors)] = 1.0
