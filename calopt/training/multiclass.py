@@ -235,9 +235,9 @@ def _lbfgs(objective: Any, start: np.ndarray, passes: int, tol: float, memory: i
     threaded = pool is not None and start.size >= THREADED_PARAMETERS and start.shape[0] > 1
     each = pool.map if threaded else map
     if threaded:
-        parts = np.array_split(np.arange(start.shape[0]), min(trainer_cores(), start.shape[0]))
-        runs = list(each(lambda part: _LbfgsRun(objective.part(slice(int(part[0]), int(part[-1]) + 1)),
-                                                start[part[0]:part[-1] + 1], memory), parts))
+        groups = [slice(int(part[0]), int(part[-1]) + 1)
+                  for part in np.array_split(np.arange(start.shape[0]), min(trainer_cores(), start.shape[0]))]
+        runs = list(each(lambda group: _LbfgsRun(objective.part(group), start[group], memory), groups))
     else:
         runs = [_LbfgsRun(objective, start, memory)]
     for _ in range(passes - 1):
