@@ -327,3 +327,43 @@ def test_best_cut_with_many_ties_matches_a_plain_loop(weighted):
         best = int(np.argmax(np.round(loop, 12)))
         assert values[column] == pytest.approx(loop[best], abs=1e-12)
         assert thresholds[column] == pytest.approx(cuts[best], abs=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("measure", ["f1", "gmean"])
+def test_best_cut_of_one_score_vector_matches_a_plain_loop(dtype, measure):
+    """One unweighted score vector (cut from its sorted values, not a sorting permutation): ties,
+    extreme scores and both ends; the value and threshold of a loop over every distinct
+    threshold scored by scikit-learn / imbalanced-learn, ties to the fewest positive predictions."""
+    from imblearn.metrics import geometric_mean_score
+    from sklearn.metrics import f1_score
+
+    score = {"f1": lambda y, p: f1_score(y, p, zero_division=0.0),
+             "gmean": lambda y, p: geometric_mean_score(y, p, average="binary")}[measure]
+    rng = np.random.default_rng(11)
+    for case in range(4):
+        n = (50, 400, 3_000, 3_000)[case]
+        s = np.round(rng.standard_normal(n), 1 if case % 2 else 3).astype(dtype)
+        if case == 3:
+            s[rng.random(n) < 0.05] = 50.0
+            s[rng.random(n) < 0.05] = -50.0
+        y = np.where(rng.random(n) < 0.3 + 0.3 * (s > 0), 1.0, -1.0)
+        threshold, value = best_cut(s, y, calopt.get_measure(measure))
+        distinct = np.unique(s)[::-1]
+        cuts = [distinct[0] + 1.0, *((distinct[:-1] + distinct[1:]) / 2), distinct[-1] - 1.0]
+        loop = [score(y > 0, s > t) for t in cuts]
+        best = int(np.argmax(np.round(loop, 12)))
+        assert float(value) == pytest.approx(loop[best], abs=1e-6)
+        assert float(threshold) == pytest.approx(float(cuts[best]), rel=1e-6, abs=1e-6)
+        assert np.sum(s > threshold) == np.sum(s > cuts[best])
+        assert threshold.dtype == dtype
+
+
+def test_best_cut_of_one_score_vector_with_nan_scores_cuts_as_the_column_form():
+    """NaN scores sort first by value but last by the permutation: the vector form defers to the column form."""
+    s = np.array([0.1, np.nan, 0.5, -1.0, np.nan, 0.3])
+    y = np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
+    for measure in ("f1", "gmean"):
+        threshold, value = best_cut(s, y, calopt.get_measure(measure))
+        thresholds, values = best_cut(s[:, None], y, calopt.get_measure(measure))
+        assert threshold == thresholds[0] and value == values[0]

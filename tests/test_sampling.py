@@ -337,3 +337,24 @@ def test_the_cli_says_a_rare_class_s_sample_is_case_control_and_weighted():
     plain = subsample_text({"rows": 50_000, "of": 300_000, "cut_rows": 250_000, "value": 0.7}, "f1")
     assert plain == "trained on a stratified sample of 50,000 of 300,000 rows; threshold: the best cut on the " \
                     "other 250,000 rows (f1 0.7000 there)"
+
+
+def test_a_large_fit_scales_its_own_sample_and_leaves_the_user_s_rows_as_they_were(large):
+    """The sample is scaled and centred in place (no second copy of its rows): the user's array is
+    not, and the standardized features are those of plain NumPy arithmetic on a copy."""
+    from calopt.backends import get_backend
+    from calopt.training.pipeline import prepare, standardize
+
+    X, y = large
+    before = X.copy()
+    calopt.fit(X, y, measure="f1", max_epochs=3)
+    np.testing.assert_array_equal(X, before)
+    rows = np.arange(0, X.shape[0], 7)
+    sample = X[rows]
+    data = prepare(sample, y[rows], get_backend("numpy"), True, owned=True)
+    assert data.X is sample  # scaled in the caller's copy
+    scaled = X[rows] / np.maximum(np.abs(X[rows]).max(axis=0), np.finfo(float).tiny)
+    np.testing.assert_array_equal(data.X, scaled)
+    data, shift, _ = standardize(data)
+    np.testing.assert_array_equal(data.X, (scaled - scaled.mean(axis=0)) / scaled.std(axis=0))
+    np.testing.assert_array_equal(shift, scaled.mean(axis=0) / scaled.std(axis=0))

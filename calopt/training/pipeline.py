@@ -142,11 +142,13 @@ def sample_weights(sample_weight: Any, n: int) -> np.ndarray | None:
 
 
 def prepare(X: Any, y_pm: np.ndarray, backend: Backend, scale: bool | np.ndarray,
-            weight: np.ndarray | None = None) -> Prepared:
+            weight: np.ndarray | None = None, *, owned: bool = False) -> Prepared:
     """``X`` on the backend (scipy.sparse stays sparse on NumPy), scaled by its column max-abs.
 
     ``scale`` is True (compute the scaling from X), False (none), or the scaling of the
     training data to apply to evaluation data; ``weight`` the sample weights (mean 1).
+    ``owned``: X is the caller's private copy (a large data set's sample), which dense NumPy
+    rows of the backend's dtype are scaled in (no second copy of the rows; the same numbers).
     """
     raw = X
     if is_sparse(X) and backend.name == "numpy":
@@ -154,18 +156,23 @@ def prepare(X: Any, y_pm: np.ndarray, backend: Backend, scale: bool | np.ndarray
     else:
         X = backend.asarray(X)
     xp = backend.xp
+    in_place = owned and X is raw and type(X) is np.ndarray and X.flags.writeable
     if isinstance(scale, np.ndarray):
         factors = scale
     elif not scale:
         factors = np.ones(X.shape[1])
     elif is_sparse(X):
         factors = column_max_abs(X)
+    elif isinstance(X, np.ndarray):  # max |x| as max(max x, −min x): no |X| the size of the rows
+        factors = np.maximum(np.max(X, axis=0), -np.min(X, axis=0)).astype(np.float64)
     else:
         factors = to_numpy(xp.max(xp.abs(X), axis=0)).astype(np.float64)
     factors[~(factors > 0) | ~np.isfinite(factors)] = 1.0
     if scale is not False:
         if is_sparse(X):
             X = (X @ scipy.sparse.diags(1.0 / factors)).tocsr().astype(X.dtype)
+        elif in_place:
+            X /= backend.asarray(factors)
         else:
             X = X / backend.asarray(factors)
     return Prepared(X, y_pm, backend.asarray(y_pm), factors, backend, raw, weight)
@@ -493,11 +500,12 @@ def fit_rows(X: Any, y_pm: np.ndarray, classes: tuple[Any, Any], plan: FitPlan, 
     in float32 unless ``dtype_given``: :func:`text_backend`), in the span of the rows where they
     are wide, then :func:`_fit_binary`. An in-memory large data set's ``sampled`` rows
     (:mod:`calopt.training.sampling`) take one held-out split: the threshold is cut on the other
-    rows, so the held-out rows only choose the settings."""
+    rows, so the held-out rows only choose the settings. ``sampled`` rows are the caller's copy
+    (drawn from the data set), which :func:`prepare` may scale in place."""
     rule = selection_rule(plan.components.algorithms, plan.select, y_pm, sampled)
     if not dtype_given:
         resolved = text_backend(X, plan, rule, resolved)
-    data = prepare(X, y_pm, resolved, plan.scale, weight)
+    data = prepare(X, y_pm, resolved, plan.scale, weight, owned=sampled)
     evaluation = None if eval_set is None else prepare(eval_set[0], eval_set[1], resolved, data.scale)
     shift = None
     if standardized and plan.scale is not False and not is_sparse(data.X):
@@ -830,16 +838,23 @@ def standardize(data: Prepared) -> tuple[Prepared, np.ndarray, Any]:
     shift μ/σ (scores = X·w/(s·σ) + b − (μ/σ)·w, folded into the intercepts) and the transform
     for other rows of the same features."""
     xp, backend = data.backend.xp, data.backend
-    spread = to_numpy(xp.std(data.X, axis=0)).astype(np.float64)
+    X = data.X  # prepare's own scaled copy (scaling is on): centred in place, no second copy of the rows
+    fast = isinstance(X, np.ndarray) and X.dtype == np.float64
+    if fast:  # NumPy's std without its centred and squared copies of the rows: the same numbers
+        mean_x = np.mean(X, axis=0)
+        X -= mean_x
+        spread, mean = np.sqrt(np.einsum("ij,ij->j", X, X) / X.shape[0]), mean_x
+    else:
+        spread = to_numpy(xp.std(X, axis=0)).astype(np.float64)
+        mean = to_numpy(xp.mean(X, axis=0)).astype(np.float64)
     spread[~(spread > 0) | ~np.isfinite(spread)] = 1.0
-    mean = to_numpy(xp.mean(data.X, axis=0)).astype(np.float64)
     on_device = backend.asarray(mean), backend.asarray(spread)
 
     def transform(X: Any) -> Any:
         return (X - on_device[0]) / on_device[1]
 
-    X = data.X  # prepare's own scaled copy (scaling is on): centred in place, no second copy of the rows
-    X -= on_device[0]
+    if not fast:
+        X -= on_device[0]
     X /= on_device[1]
     return dataclasses.replace(data, X=X, scale=data.scale * spread), mean / spread, transform
 

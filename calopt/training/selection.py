@@ -117,13 +117,13 @@ _HOST = get_backend("numpy")
 def stratified_split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices (kept, held out) of labels ``y`` (±1) with ``fraction`` of each class held out."""
     rng = np.random.default_rng(seed)
-    kept, held = [], []
+    side = np.zeros(y.size, dtype=np.int8)  # 1: kept, 2: held out (each side's indices in order, no sort)
     for label in (-1.0, 1.0):
         index = rng.permutation(np.flatnonzero(y == label))
         cut = int(round(fraction * index.size))
-        held.append(index[:cut])
-        kept.append(index[cut:])
-    return np.sort(np.concatenate(kept)), np.sort(np.concatenate(held))
+        side[index[:cut]] = 2
+        side[index[cut:]] = 1
+    return np.flatnonzero(side == 1), np.flatnonzero(side == 2)
 
 
 def take_rows(X: Any, index: np.ndarray, backend: Backend) -> Any:

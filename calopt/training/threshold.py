@@ -32,6 +32,10 @@ def best_cut(scores: Array, y: Array, measure: Measure, weight: Array | None = N
     with the fewest positive predictions.
     """
     xp = namespace(scores, y)
+    if weight is None and scores.ndim == 1 and is_numpy(xp) and scores.shape[0] > 0:
+        found = _best_cut_vector(scores, y, measure)
+        if found is not None:
+            return found
     columns = scores if scores.ndim == 2 else xp.reshape(scores, (-1, 1))
     n = columns.shape[0]
     if n == 0:
@@ -57,6 +61,43 @@ def best_cut(scores: Array, y: Array, measure: Measure, weight: Array | None = N
     threshold = xp.where(k == 0, above, xp.where(k == n, below, (above + below) / 2))
     value = xp.take_along_axis(values, xp.reshape(k, (1, -1)), axis=0)[0, :]
     return (threshold, value) if scores.ndim == 2 else (threshold[0], value[0])
+
+
+def _best_cut_vector(scores: np.ndarray, y: np.ndarray, measure: Measure) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`best_cut` of unweighted NumPy scores (n,), n ≥ 1: the same numbers, from sorted
+    values instead of a sorting permutation (NumPy's vectorised sort is several times faster
+    than its argsort: a large data set's cut on the 900,000 rows it did not train on at 10⁶).
+
+    At an admitted cut k (the k highest scores, above the k-th highest s) the positives above
+    are those scoring at least s, counted in the sorted positive scores; at the others (inside
+    a run of tied scores) the value is −inf whatever the counts. None for NaN scores (sorted
+    first here, last by the permutation): the column form then."""
+    n = scores.shape[0]
+    ascending = np.sort(scores)
+    if np.isnan(ascending[-1]):
+        return None
+    positives = np.sort(scores[y > 0])
+    hits = np.empty(n + 1, dtype=scores.dtype)
+    hits[0] = 0
+    # the positives scoring at least the j-th lowest score, for the j-th highest position (k = n − j)
+    at_least = positives.size - np.searchsorted(positives, ascending, side="left")
+    hits[1:] = at_least[::-1]
+    sorted_scores = ascending[::-1]
+    k = np.arange(n + 1, dtype=scores.dtype)
+    tp, fp = 0.0 + hits, 0.0 + (k - hits)
+    values = measure.from_counts(tp, fp, fp[-1] - fp, tp[-1] - tp, xp=np)
+    valid = np.empty(n + 1, dtype=bool)
+    valid[0] = valid[n] = True
+    np.greater(sorted_scores[:-1], sorted_scores[1:], out=valid[1:n])
+    values = np.where(valid, values, -np.inf)
+    best = int(np.argmax(values))
+    if best == 0:
+        threshold = sorted_scores[0] + 1.0
+    elif best == n:
+        threshold = sorted_scores[n - 1] - 1.0
+    else:
+        threshold = (sorted_scores[best - 1] + sorted_scores[best]) / 2
+    return np.asarray(threshold, dtype=scores.dtype), np.asarray(values[best])
 
 
 def cut_values(sorted_scores: Array, positive: Array, mass: Array, measure: Measure, *,
