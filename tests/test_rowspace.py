@@ -126,17 +126,25 @@ def test_multinomial_in_row_space_is_the_columns_model(monkeypatch, dense):
     assert np.array_equal(wide.predict(X), columns.predict(X))
 
 
-@pytest.mark.parametrize("rows", [3, 255, 600, 1031])
-def test_the_gram_matrix_of_sparse_rows_in_blocks_is_the_dense_product(rows):
-    """XX' of sparse rows, made in row blocks in threads, against the dense product (and the
-    same numbers whatever the blocks)."""
+@pytest.mark.parametrize("rows", [3, 255, 600, 1031, 2100])
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_the_gram_matrix_of_sparse_rows_in_blocks_is_the_dense_product(rows, shuffled):
+    """XX' of sparse rows, made in row blocks in threads (those on and below the diagonal), against
+    the dense product, and below the diagonal the same numbers as scipy's whole product, also
+    where each row's entries are stored out of order (above it then the mirror image)."""
     from calopt.training.rowspace import _gram
 
     X = sp.random(rows, 900, density=0.02, random_state=rows, format="csr")
+    if shuffled:  # each row's entries in a random order
+        rng = np.random.default_rng(rows)
+        order = np.concatenate([start + rng.permutation(stop - start) for start, stop in zip(X.indptr[:-1], X.indptr[1:])])
+        X = sp.csr_matrix((X.data[order], X.indices[order], X.indptr), shape=X.shape)
+        assert not X.has_sorted_indices
     dense = X.toarray()
     got = _gram(X)
     np.testing.assert_allclose(got, dense @ dense.T, rtol=1e-12, atol=1e-12)
-    np.testing.assert_array_equal(got, (X @ X.T).toarray())
+    np.testing.assert_array_equal(np.tril(got), np.tril((X @ X.T).toarray()))
+    np.testing.assert_array_equal(got, got.T)
 
 
 @pytest.mark.parametrize("duplicates", [0, 12])
