@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from calopt.backends import get_backend, lbfgs_direction, put_slot, put_slot_where, row_dot
+from calopt.backends import get_backend, lbfgs_direction, put_slot, put_slot_where, row_dot, transposed_product
 
 
 def _loop(a: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -174,3 +174,32 @@ def test_stacked_numpy_direction_updates_in_place_to_the_same_bits(dtype, layout
     assert got.dtype == expected.dtype == dtype
     assert got.tobytes() == expected.tobytes()
     np.testing.assert_array_equal(g, before)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (7, 3, 2), (300, 40, 6), (50, 900, 18)])
+@pytest.mark.parametrize("kind", ["dense", "float32", "sparse", "vector", "strict"])
+def test_the_transposed_product_is_x_transposed_times_the_coefficients(shape, kind):
+    """X.T @ coef, against a plain loop over the rows in float64, for every kind of operand (the
+    dense NumPy one computed as (coef.T @ X).T)."""
+    import array_api_strict
+    import scipy.sparse as sp
+
+    n, d, m = shape
+    rng = np.random.default_rng(n + d + m)
+    X = rng.standard_normal((n, d)) * (rng.random((n, d)) < 0.3)
+    coef = rng.standard_normal((n, m))
+    expected = np.zeros((d, m))
+    for i in range(n):
+        expected += np.outer(X[i], coef[i])
+    if kind == "vector":
+        coef, expected = coef[:, 0], expected[:, 0]
+    tolerance = 1e-12
+    if kind == "float32":
+        X, coef, tolerance = X.astype(np.float32), coef.astype(np.float32), 1e-4
+    elif kind == "sparse":
+        X = sp.csr_matrix(X)
+    elif kind == "strict":
+        X, coef = array_api_strict.asarray(X), array_api_strict.asarray(coef)
+    got = transposed_product(X, coef)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), expected, rtol=tolerance, atol=tolerance * max(n, 1))

@@ -26,7 +26,7 @@ import math
 from typing import Any, ClassVar, NamedTuple
 
 from calopt.algorithms import Algorithm, Batch, Problem, Tunable, column
-from calopt.backends import lbfgs_direction, put_slot, put_slot_where, row_dot
+from calopt.backends import lbfgs_direction, put_slot, put_slot_where, row_dot, transposed_product
 from calopt.errors import ParameterError
 
 Array = Any
@@ -134,7 +134,7 @@ class Lbfgs(Algorithm):
             coef, losses = coef * weight, losses * weight
         whole = int(scores.shape[0]) == problem.n_samples  # one batch of every row
         return state._replace(loss_sum=state.loss_sum + xp.sum(losses, axis=0),
-                              grad_w_sum=state.grad_w_sum + X.T @ coef,
+                              grad_w_sum=state.grad_w_sum + transposed_product(X, coef),
                               grad_b_sum=state.grad_b_sum + xp.sum(coef, axis=0),
                               trial_scores=scores if whole else None)
 
@@ -334,7 +334,7 @@ class Multinomial(Lbfgs):
             coef *= weight
             losses *= weight
         return state._replace(loss_sum=state.loss_sum + xp.sum(losses),
-                              grad_w_sum=state.grad_w_sum + X.T @ coef.T,
+                              grad_w_sum=state.grad_w_sum + transposed_product(X, coef.T),
                               grad_b_sum=state.grad_b_sum + xp.sum(coef, axis=1),
                               hits=state.hits + hits / problem.n_samples, ties=state.ties + ties)
 
