@@ -19,7 +19,7 @@ import numpy as np
 from calopt.errors import BackendError, UnknownNameError
 
 __all__ = ["BACKENDS", "Backend", "backend_of", "column_max_abs", "device", "get_backend", "is_numpy", "is_sparse",
-           "namespace", "row_dot", "row_product", "transposed_product", "to_numpy"]
+           "namespace", "row_dot", "transposed_product", "to_numpy"]
 
 #: Names accepted by :func:`get_backend` and ``--backend``.
 BACKENDS = ("numpy", "array-api-strict", "torch", "cupy")
@@ -87,18 +87,6 @@ def transposed_product(X: Any, coef: Any) -> Any:
     if type(X) is np.ndarray and type(coef) is np.ndarray and X.ndim == 2 and coef.ndim == 2:
         return (coef.T @ X).T
     return X.T @ coef
-
-
-def row_product(X: Any, w: Any) -> Any:
-    """``X @ w``, the rows' scores, (n, M) for rows X (n, d) and stacked weights ``w`` (d, M).
-
-    For a dense NumPy X and a 2-D ``w`` as ``(w.T @ X.T).T`` (:func:`transposed_product`'s
-    counterpart: 13 against 18 ms at 100,000 × 100 and 6 models, the same numbers); anything
-    else ``X @ w``.
-    """
-    if type(X) is np.ndarray and type(w) is np.ndarray and X.ndim == 2 and w.ndim == 2:
-        return (w.T @ X.T).T
-    return X @ w
 
 
 def lbfgs_direction(g: Any, s: Any, y: Any, rho: Any, order: list[int], newest: int, xp: Any) -> Any:

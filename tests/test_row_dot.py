@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from calopt.backends import get_backend, lbfgs_direction, put_slot, put_slot_where, row_dot, row_product, transposed_product
+from calopt.backends import get_backend, lbfgs_direction, put_slot, put_slot_where, row_dot, transposed_product
 
 
 def _loop(a: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -203,27 +203,3 @@ def test_the_transposed_product_is_x_transposed_times_the_coefficients(shape, ki
     got = transposed_product(X, coef)
     assert got.shape == expected.shape
     np.testing.assert_allclose(np.asarray(got, dtype=np.float64), expected, rtol=tolerance, atol=tolerance * max(n, 1))
-
-
-@pytest.mark.parametrize("shape", [(1, 1, 1), (7, 3, 2), (300, 40, 6), (50, 900, 18)])
-@pytest.mark.parametrize("kind", ["dense", "strided", "sparse", "vector", "strict"])
-def test_the_row_product_is_x_times_the_weights(shape, kind):
-    """X @ w, against a plain loop over the rows (the dense NumPy one computed as (w.T @ X.T).T;
-    ``strided``: the weights a transposed view, as L-BFGS's flat parameters give them)."""
-    import array_api_strict
-    import scipy.sparse as sp
-
-    n, d, m = shape
-    rng = np.random.default_rng(n * d + m)
-    X = rng.standard_normal((n, d)) * (rng.random((n, d)) < 0.3)
-    w = rng.standard_normal((m, d + 1))[:, :-1].T if kind == "strided" else rng.standard_normal((d, m))
-    expected = np.stack([[sum(X[i, j] * w[j, k] for j in range(d)) for k in range(m)] for i in range(n)])
-    if kind == "vector":
-        w, expected = w[:, 0], expected[:, 0]
-    elif kind == "sparse":
-        X = sp.csr_matrix(X)
-    elif kind == "strict":
-        X, w = array_api_strict.asarray(X), array_api_strict.asarray(w)
-    got = row_product(X, w)
-    assert got.shape == expected.shape
-    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), expected, rtol=1e-12, atol=1e-12 * max(d, 1))

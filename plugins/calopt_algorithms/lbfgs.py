@@ -26,7 +26,7 @@ import math
 from typing import Any, ClassVar, NamedTuple
 
 from calopt.algorithms import Algorithm, Batch, Problem, Tunable, column
-from calopt.backends import lbfgs_direction, put_slot, put_slot_where, row_dot, row_product, transposed_product
+from calopt.backends import lbfgs_direction, put_slot, put_slot_where, row_dot, transposed_product
 from calopt.errors import ParameterError
 
 Array = Any
@@ -125,7 +125,7 @@ class Lbfgs(Algorithm):
         """Accumulate s·F, and its gradient, at the trial point over one mini-batch."""
         xp, loss = problem.xp, problem.loss
         X, y, weight = batch
-        scores = row_product(X, state.w) + state.b
+        scores = X @ state.w + state.b
         labels = column(y, scores)
         margins = labels * scores
         losses, derivative = loss.value_and_derivative(margins, xp=xp)
