@@ -40,6 +40,7 @@ __all__ = [
     "confusion_counts",
     "confusion_matrix",
     "has_class_count_form",
+    "is_monotone",
     "present_classes",
     "safe_divide",
 ]
@@ -128,6 +129,12 @@ class Measure(Component):
     #: How the measure extends to more than two classes (shown by ``calopt list-measures``);
     #: None: it does not, and :meth:`from_confusion` refuses K > 2.
     multiclass: ClassVar[str | None] = None
+    #: Whether the value never falls when a false negative becomes a true positive, nor rises when
+    #: a true negative becomes a false positive, at any counts of the two classes (their totals
+    #: fixed): a threshold search may then bound a run of cuts by its best corner and skip the
+    #: runs that cannot hold the best (:func:`calopt.training.threshold.best_cut`, the same cut).
+    #: It counts only where the class that defines the value declares it (:func:`is_monotone`).
+    monotone: ClassVar[bool] = False
 
     @abc.abstractmethod
     def from_rates(self, tpr: Array, tnr: Array, p: float, *, xp: Any) -> Array:
@@ -289,3 +296,17 @@ class PseudoLinearMeasure(Measure):
         tpr = safe_divide(tp, tp + fn, xp=xp)
         tnr = safe_divide(tn, tn + fp, xp=xp)
         return self.from_rates(tpr, tnr, p, xp=xp)
+
+
+def is_monotone(measure: Measure) -> bool:
+    """Whether ``measure`` is :attr:`Measure.monotone`, as declared by the class that defines its
+    value: the one that defines ``from_counts``, or, where that is :class:`ConcaveMeasure`'s
+    (Ψ of the rates), the one that defines ``psi``. A subclass that redefines the value without
+    declaring it again is not (its parent's promise need not hold for it)."""
+    def owner(name: str) -> type:
+        return next(c for c in type(measure).__mro__ if name in vars(c))
+
+    value = owner("from_counts")
+    if value is ConcaveMeasure:
+        value = owner("psi")
+    return vars(value).get("monotone") is True

@@ -367,3 +367,40 @@ def test_best_cut_of_one_score_vector_with_nan_scores_cuts_as_the_column_form():
         threshold, value = best_cut(s, y, calopt.get_measure(measure))
         thresholds, values = best_cut(s[:, None], y, calopt.get_measure(measure))
         assert threshold == thresholds[0] and value == values[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("ties", [False, True])
+def test_best_cut_of_a_large_score_vector_is_the_column_form_s(dtype, ties):
+    """Above 16 runs of cuts a monotone measure's runs that cannot hold the best cut are skipped:
+    the threshold and value are those of the column form (every cut evaluated, from a sorting
+    permutation), to the bit, for every built-in measure; and for a measure not declared monotone."""
+    import dataclasses
+    from typing import ClassVar
+
+    from calopt.training.threshold import CUT_BLOCK
+    from calopt_measures.pseudo_linear import FBeta
+
+    @dataclasses.dataclass(frozen=True)
+    class Bumpy(FBeta):  # not monotone: every cut evaluated
+        name: ClassVar[str] = "bumpy"
+
+        def from_counts(self, tp, fp, tn, fn, *, xp):
+            return xp.sin(tp / 97.0) + xp.cos(fp / 89.0)
+
+    rng = np.random.default_rng(5)
+    n = 40 * CUT_BLOCK
+    s = rng.standard_normal(n)
+    # nearly every top score positive, every bottom one negative (the runs of ties at either end
+    # are of one class, where counts taken inside a run would leave the measure's domain)
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-4 * s)), 1.0, -1.0)
+    s = (np.round(s * 8) / 8 if ties else s + 0.3 * rng.standard_normal(n)).astype(dtype)
+    specs = ["accuracy", "balanced-accuracy", "f1", "fbeta:beta=3.0", "gmean", "gower-legendre", "hmean", "jaccard",
+             "min", "precision", "qmean", "tnr", "tpr"]
+    # and one class nearly alone, on runs of ties (counts taken inside a run leave the domain)
+    few = (np.round(rng.standard_normal(n) * 2) / 2).astype(dtype), np.where(rng.random(n) < 0.998, 1.0, -1.0)
+    for measure in [calopt.get_measure(spec) for spec in specs] + [Bumpy()]:
+        for scores, labels in ((s, y), few):
+            threshold, value = best_cut(scores, labels, measure)
+            thresholds, values = best_cut(scores[:, None], labels, measure)
+            assert threshold == thresholds[0] and value == values[0], measure.spec

@@ -655,3 +655,55 @@ def test_f_beta_at_beta_1_is_named_f1_as_a_user_names_it(given, spec):
     measure = calopt.get_measure(given)
     assert measure.spec == spec
     assert calopt.get_measure(measure.spec) == measure
+
+
+# --- monotone measures (the threshold search's bound) ----------------------------------------
+MONOTONE_SPECS = ["accuracy", "balanced-accuracy", "f1", "fbeta:beta=0.5", "fbeta:beta=3.0", "gmean",
+                  "gower-legendre", "gower-legendre:sigma=2.0", "hmean", "jaccard", "min", "precision", "qmean",
+                  "tnr", "tpr"]
+
+
+@pytest.mark.parametrize("spec", MONOTONE_SPECS)
+def test_a_measure_declared_monotone_is_monotone_at_every_count(spec):
+    """Every built-in measure is declared monotone, and is: a true positive for a false negative
+    never lowers its value, a false positive for a true negative never raises it, at every count
+    of classes of 0 to 6 rows (both classes absent too)."""
+    from calopt.measures import is_monotone
+
+    measure = calopt.get_measure(spec)
+    assert is_monotone(measure)
+    for P in range(7):
+        for N in range(7):
+            tp, fp = np.meshgrid(np.arange(P + 1.0), np.arange(N + 1.0), indexing="ij")
+            value = measure.from_counts(tp, fp, N - fp, P - tp, xp=NP)
+            assert np.all(np.diff(value, axis=0) >= -1e-12), (P, N)
+            assert np.all(np.diff(value, axis=1) <= 1e-12), (P, N)
+
+
+def test_a_measure_that_redefines_the_value_is_not_monotone_unless_it_says_so():
+    import dataclasses
+    from typing import ClassVar
+
+    from calopt.measures import is_monotone
+    from calopt_measures.concave import GMean
+    from calopt_measures.pseudo_linear import FBeta
+
+    @dataclasses.dataclass(frozen=True)
+    class Balanced(FBeta):  # the value unchanged: still monotone
+        name: ClassVar[str] = "balanced-f"
+
+    @dataclasses.dataclass(frozen=True)
+    class Odd(FBeta):
+        name: ClassVar[str] = "odd"
+
+        def from_counts(self, tp, fp, tn, fn, *, xp):
+            return xp.abs(tp - fp)
+
+    @dataclasses.dataclass(frozen=True)
+    class OddPsi(GMean):
+        name: ClassVar[str] = "odd-psi"
+
+        def psi(self, tpr, tnr, *, xp):
+            return xp.abs(tpr - tnr)
+
+    assert is_monotone(Balanced()) and not is_monotone(Odd()) and not is_monotone(OddPsi())

@@ -66,6 +66,7 @@ class Min(_Homogeneous):
     """Min of TPR and TNR: min(P, N)."""
 
     name: ClassVar[str] = "min"
+    monotone: ClassVar[bool] = True  #: (:attr:`~calopt.measures.Measure.monotone`)
     #: The dual optimum when P = N.
     dual_start: ClassVar[tuple[float, float]] = (0.5, 0.5)
 
@@ -90,6 +91,7 @@ class HMean(_Homogeneous):
     """Harmonic mean of TPR and TNR: 2PN / (P + N)."""
 
     name: ClassVar[str] = "hmean"
+    monotone: ClassVar[bool] = True  #: (:attr:`~calopt.measures.Measure.monotone`)
     #: The dual optimum when P = N (on the parabola √α + √β = √2).
     dual_start: ClassVar[tuple[float, float]] = (0.5, 0.5)
 
@@ -148,6 +150,7 @@ class QMean(ConcaveMeasure):
     """Quadratic mean of the error rates: 1 − √(((1−P)² + (1−N)²)/2)."""
 
     name: ClassVar[str] = "qmean"
+    monotone: ClassVar[bool] = True  #: (:attr:`~calopt.measures.Measure.monotone`)
     #: The dual optimum when P = N (on the arc α² + β² = 1/2).
     dual_start: ClassVar[tuple[float, float]] = (0.5, 0.5)
     float_projection: ClassVar[bool] = True
@@ -186,6 +189,7 @@ class GMean(_Homogeneous):
     """Geometric mean of TPR and TNR: √(P·N)."""
 
     name: ClassVar[str] = "gmean"
+    monotone: ClassVar[bool] = True  #: (:attr:`~calopt.measures.Measure.monotone`)
     #: The dual optimum when P = N (on the hyperbola αβ = 1/4).
     dual_start: ClassVar[tuple[float, float]] = (0.5, 0.5)
     #: The dual region is unbounded: SPADE adds ε(t) = t^(-1/4) to the rewards.

@@ -51,6 +51,7 @@ class FBeta(PseudoLinearMeasure):
     """F-β score: (1+β²)TP / ((1+β²)TP + β²FN + FP); β = 1 is F1."""
 
     name: ClassVar[str] = "fbeta"
+    monotone: ClassVar[bool] = True  #: (:attr:`~calopt.measures.Measure.monotone`)
     #: Weight of recall relative to precision.
     beta: float = 1.0
     #: Over K > 2 classes: ``macro`` (the mean of the one-vs-rest values) or ``micro``.
@@ -82,6 +83,7 @@ class Jaccard(PseudoLinearMeasure):
     """Jaccard index: TP / (TP + FP + FN)."""
 
     name: ClassVar[str] = "jaccard"
+    monotone: ClassVar[bool] = True  #: (:attr:`~calopt.measures.Measure.monotone`)
     #: Over K > 2 classes: ``macro`` (the mean of the one-vs-rest values) or ``micro``.
     average: str = "macro"
 
@@ -101,6 +103,7 @@ class GowerLegendre(PseudoLinearMeasure):
     """Gower-Legendre index: (TP + TN) / (TP + σ(FP + FN) + TN)."""
 
     name: ClassVar[str] = "gower-legendre"
+    monotone: ClassVar[bool] = True  #: (:attr:`~calopt.measures.Measure.monotone`)
     #: Weight of the errors (1: accuracy, 2: Rogers-Tanimoto).
     sigma: float = 0.5
     #: Over K > 2 classes: ``macro`` (the mean of the one-vs-rest values) or ``micro``.
@@ -128,6 +131,7 @@ class Precision(PseudoLinearMeasure):
     """
 
     name: ClassVar[str] = "precision"
+    monotone: ClassVar[bool] = True  #: (:attr:`~calopt.measures.Measure.monotone`)
     #: Over K > 2 classes: ``macro`` (the mean of the one-vs-rest values) or ``micro``.
     average: str = "macro"
 
@@ -151,6 +155,7 @@ class Accuracy(PseudoLinearMeasure):
     """
 
     name: ClassVar[str] = "accuracy"
+    monotone: ClassVar[bool] = True  #: (:attr:`~calopt.measures.Measure.monotone`)
     multiclass: ClassVar[str | None] = "the share of rows whose class is predicted"
 
     def coefficients(self, p: float) -> Coefficients:

@@ -50,6 +50,7 @@ class TPR(_Linear):
     """True positive rate (recall, sensitivity): TP / (TP + FN)."""
 
     name: ClassVar[str] = "tpr"
+    monotone: ClassVar[bool] = True  #: (:attr:`~calopt.measures.Measure.monotone`)
     dual_start: ClassVar[tuple[float, float]] = (1.0, 0.0)
 
     def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
@@ -61,6 +62,7 @@ class TNR(_Linear):
     """True negative rate (specificity): TN / (TN + FP)."""
 
     name: ClassVar[str] = "tnr"
+    monotone: ClassVar[bool] = True  #: (:attr:`~calopt.measures.Measure.monotone`)
     dual_start: ClassVar[tuple[float, float]] = (0.0, 1.0)
 
     def from_counts(self, tp: Array, fp: Array, tn: Array, fn: Array, *, xp: Any) -> Array:
@@ -72,6 +74,7 @@ class BalancedAccuracy(_Linear):
     """Balanced accuracy: the mean of the per-class recalls, (TPR + TNR)/2 for two classes."""
 
     name: ClassVar[str] = "balanced-accuracy"
+    monotone: ClassVar[bool] = True  #: (:attr:`~calopt.measures.Measure.monotone`)
     dual_start: ClassVar[tuple[float, float]] = (0.5, 0.5)
     multiclass: ClassVar[str | None] = "the mean of the per-class recalls"
 
