@@ -80,9 +80,11 @@ def transposed_product(X: Any, coef: Any) -> Any:
 
     For a dense NumPy X and a 2-D ``coef`` as ``(coef.T @ X).T``: OpenBLAS's product with the
     small operand transposed runs 1.5-3.5 times faster (6 against 13-15 ms at 2,000 × 2,000 and
-    18 models, 16 against 24 ms at 100,000 × 100 and 6), and sums each entry over the rows in the
-    same order (the same numbers in every model of the benchmarks). Anything else (sparse
-    rows, a vector, other namespaces, a reader's own row types): ``X.T @ coef``.
+    18 models, 16 against 24 ms at 100,000 × 100 and 6). It mostly sums each entry over the rows
+    in the same order, but not always: one of three wide dense models tried moved in its last
+    bits (one BLAS thread, 301 rows), while every test value of the wide benchmark's 546 cells
+    (split 0) and of the wide dense development half's 24 stayed the same. Anything else
+    (sparse rows, a vector, other namespaces, a reader's own row types): ``X.T @ coef``.
     """
     if type(X) is np.ndarray and type(coef) is np.ndarray and X.ndim == 2 and coef.ndim == 2:
         return (coef.T @ X).T

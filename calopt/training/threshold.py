@@ -103,20 +103,21 @@ def _best_cut_vector(scores: np.ndarray, y: np.ndarray, measure: Measure) -> tup
     return np.asarray(threshold, dtype=scores.dtype), np.asarray(values[best])
 
 
-#: Cuts a run of :func:`_bounded_values` (a monotone measure's best cut of one large score vector).
+#: Consecutive cuts a block of :func:`_bounded_values` (a monotone measure's best cut of one large score vector).
 CUT_BLOCK = 1024
-#: How far below the best value found a run's bound may fall and the run still be evaluated: a
+#: How far below the best value found a block's bound may fall and the block still be evaluated: a
 #: margin for the rounding of the measure's formula (a few units in the last place), so that the
 #: cuts skipped hold no value a full evaluation would have chosen.
 BOUND_SLACK = 1e-9
 
 
 def _bounded_values(tp: np.ndarray, fp: np.ndarray, valid: np.ndarray, measure: Measure) -> np.ndarray | None:
-    """The measure at the admitted cuts of runs of CUT_BLOCK cuts that can hold the best, −inf
-    elsewhere (the same argmax as every cut's values), for a :func:`~calopt.measures.is_monotone`
-    measure and counts ``tp``, ``fp`` above each cut (non-decreasing). A run's values are at most
-    the measure at its corner (the most true positives and the fewest false ones of the run); the
-    run of the highest corner is evaluated first, then every run whose corner reaches its best
+    """The measure at the admitted cuts of the blocks of CUT_BLOCK consecutive cuts that can
+    hold the best, −inf elsewhere (the same argmax as every cut's values), for an
+    :func:`~calopt.measures.is_monotone` measure and the counts ``tp``, ``fp`` above each cut
+    (non-decreasing over the admitted cuts). A block's values are at most the measure at its
+    corner (the most true positives and the fewest false ones of its admitted cuts); the block
+    of the highest corner is evaluated first, then every block whose corner reaches its best
     value less BOUND_SLACK. At 900,000 cuts a few thousand values instead of every one (the
     measure's formula was half of the cut's time). None where a corner is not finite: evaluate
     them all."""
@@ -129,14 +130,14 @@ def _bounded_values(tp: np.ndarray, fp: np.ndarray, valid: np.ndarray, measure: 
     starts = np.arange(0, size, CUT_BLOCK)
     ends = np.minimum(starts + CUT_BLOCK, size) - 1
     # the counts are those of the cuts only at the admitted ones (inside a run of tied scores they
-    # are the whole run's): each run's first and last admitted cut (0 and n always are)
+    # are the whole run's): each block's first and last admitted cut (0 and n always are)
     admitted = np.flatnonzero(valid)
     first = admitted[np.searchsorted(admitted, starts)]
     last = admitted[np.searchsorted(admitted, ends, side="right") - 1]
     corner = measure.from_counts(tp[last], fp[first], negatives - fp[first], positives - tp[last], xp=np)
     if not np.all(np.isfinite(corner)):
         return None
-    corner = np.where(first <= ends, corner, -np.inf)  # a run inside a run of ties admits no cut
+    corner = np.where(first <= ends, corner, -np.inf)  # a block inside a run of ties admits no cut
     top = int(np.argmax(corner))
     found = float(np.max(measured(np.arange(starts[top], ends[top] + 1))))  # finite: it admits a cut
     runs = corner >= found - BOUND_SLACK * max(1.0, abs(found))
