@@ -560,3 +560,23 @@ def best_cut_of(scores, y, measure):
 
     cut, best = best_cut(scores, np.where(y > 0, 1.0, -1.0), measure)
     return float(cut), float(best)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16])
+@pytest.mark.parametrize("shape", [(0, 4), (1, 1), (2_700, 100), (20_001, 13)])
+def test_a_part_s_scores_are_its_rows_times_the_weights_in_float64(dtype, shape):
+    """The threshold pass's scores of a part (dense rows converted to float64 a cache-sized block at
+    a time), against a plain float64 reference, and of sparse rows."""
+    from calopt.training.stream import part_scores
+
+    rng = np.random.default_rng(shape[0])
+    X = (rng.standard_normal(shape) * 50).astype(dtype)
+    coef = rng.standard_normal(shape[1])
+    out = np.full(shape[0], np.nan)
+    part_scores(X, coef, -0.75, out)
+    expected = np.array([sum(float(x) * float(c) for x, c in zip(row, coef)) for row in X[:300]]) - 0.75
+    np.testing.assert_allclose(out[:300], expected, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(out, X.astype(np.float64) @ coef - 0.75, rtol=1e-13, atol=1e-10)
+    sparse = np.full(shape[0], np.nan)
+    part_scores(sp.csr_matrix(X), coef, -0.75, sparse)
+    np.testing.assert_allclose(sparse, out, rtol=1e-12, atol=1e-9)

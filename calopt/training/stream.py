@@ -380,7 +380,7 @@ def fit_stream_sample(source: ChunkSource, options: dict[str, Any], *, positive:
     scores, at = np.empty(found.n_rows), 0
     for part in source.parts():
         stop = at + int(part.X.shape[0])
-        scores[at:stop] = part.X @ coef[:part.X.shape[1]] + intercept  # a LIBSVM part may be narrower
+        part_scores(part.X, coef[:part.X.shape[1]], intercept, scores[at:stop])  # a LIBSVM part may be narrower
         at = stop
         if progress is not None:
             progress(stop, "threshold")
@@ -396,6 +396,32 @@ def fit_stream_sample(source: ChunkSource, options: dict[str, Any], *, positive:
                             threshold_rows=int(sample.rest.size), exact_threshold=True, passes=2),
         data=DataReading.from_json(found.reading()))
     return dataclasses.replace(model, fit_report=report, fit_seconds=time.perf_counter() - started), found
+
+
+#: Rows of a dense part converted to float64 at a time by :func:`part_scores`: about 2 MB, in cache.
+SCORE_BLOCK_VALUES = 2 ** 18
+
+
+def part_scores(X: Any, coef: np.ndarray, intercept: float, out: np.ndarray) -> None:
+    """``out[:] = X @ coef + intercept`` in float64 for one part's rows X (sparse, or dense).
+
+    Dense rows of another dtype (a memory-mapped float32 ``X.npy``) are converted a block of
+    SCORE_BLOCK_VALUES values at a time into one float64 buffer the cache holds, where NumPy's
+    product converts the whole part first and writes and reads it again: 0.13 against 0.33 s
+    a million rows of 100 columns. The same float64 values and products, but BLAS takes a
+    block's last few rows apart from the others: a few hundred rows a million differ in the last
+    bit from the whole part's product."""
+    if sp.issparse(X) or X.dtype == np.float64 or X.ndim != 2 or X.shape[0] == 0:
+        out[:] = X @ coef + intercept
+        return
+    rows = max(1, SCORE_BLOCK_VALUES // max(int(X.shape[1]), 1))
+    buffer = np.empty((min(rows, int(X.shape[0])), int(X.shape[1])))
+    for start in range(0, int(X.shape[0]), rows):
+        block = X[start:start + rows]
+        converted = buffer[:block.shape[0]]
+        converted[...] = block
+        np.matmul(converted, coef, out=out[start:start + block.shape[0]])
+    out += intercept
 
 
 def _case_control(found: Survey, trial: np.ndarray, y_pm: np.ndarray, size: int) -> tuple[Any, RowSample] | None:

@@ -83,8 +83,9 @@ def _best_cut_vector(scores: np.ndarray, y: np.ndarray, measure: Measure) -> tup
     at_least = positives.size - np.searchsorted(positives, ascending, side="left")
     hits[1:] = at_least[::-1]
     sorted_scores = ascending[::-1]
-    k = np.arange(n + 1, dtype=scores.dtype)
-    tp, fp = 0.0 + hits, 0.0 + (k - hits)
+    tp = hits  # the column form's 0.0 + counts: the same numbers (whole, at least 0)
+    fp = np.arange(n + 1, dtype=scores.dtype)
+    fp -= hits  # k − hits
     valid = np.empty(n + 1, dtype=bool)
     valid[0] = valid[n] = True
     np.greater(sorted_scores[:-1], sorted_scores[1:], out=valid[1:n])
