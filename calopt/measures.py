@@ -131,8 +131,8 @@ class Measure(Component):
     multiclass: ClassVar[str | None] = None
     #: Whether the value never falls when a false negative becomes a true positive, nor rises when
     #: a true negative becomes a false positive, at any counts of the two classes (their totals
-    #: fixed): a threshold search may then bound a run of cuts by its best corner and skip the
-    #: runs that cannot hold the best (:func:`calopt.training.threshold.best_cut`, the same cut).
+    #: fixed): a threshold search may then bound a block of cuts by its best corner and skip the
+    #: blocks that cannot hold the best (:func:`calopt.training.threshold.best_cut`, the same cut).
     #: It counts only where the class that defines the value declares it (:func:`is_monotone`).
     monotone: ClassVar[bool] = False
 

@@ -840,7 +840,7 @@ def standardize(data: Prepared) -> tuple[Prepared, np.ndarray, Any]:
     xp, backend = data.backend.xp, data.backend
     X = data.X  # prepare's own scaled copy (scaling is on): centred in place, no second copy of the rows
     fast = isinstance(X, np.ndarray) and X.dtype == np.float64
-    if fast:  # NumPy's std without its centred and squared copies of the rows: the same numbers
+    if fast:  # NumPy's std without its centred and squared copies of the rows (each sums the rows in order)
         mean_x = np.mean(X, axis=0)
         X -= mean_x
         spread, mean = np.sqrt(np.einsum("ij,ij->j", X, X) / X.shape[0]), mean_x
