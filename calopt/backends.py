@@ -15,10 +15,11 @@ from typing import Any
 
 import array_api_compat
 import numpy as np
+import scipy.sparse as sp
 
 from calopt.errors import BackendError, UnknownNameError
 
-__all__ = ["BACKENDS", "Backend", "backend_of", "column_max_abs", "device", "get_backend", "is_numpy", "is_sparse",
+__all__ = ["BACKENDS", "Backend", "backend_of", "column_max_abs", "column_max_min", "device", "get_backend", "is_numpy", "is_sparse",
            "namespace", "row_dot", "transposed_product", "to_numpy"]
 
 #: Names accepted by :func:`get_backend` and ``--backend``.
@@ -32,11 +33,18 @@ def is_sparse(x: Any) -> bool:
 
 
 def column_max_abs(X: Any) -> np.ndarray:
-    """Each column's largest absolute value of scipy.sparse rows ``X``, float64 (d,) (0 for a column
-    with no stored entry; NaN where one is NaN): one unbuffered reduction over the stored values,
-    where scipy's ``abs(X).max(axis=0)`` copies them and sorts them by column first (0.23 s
-    against 0.02 s at 2,000 × 100,000 with 2·10⁶ entries). Duplicate entries are summed first, as
-    scipy does."""
+    """Each column's largest absolute value of scipy.sparse or dense NumPy rows ``X``, float64 (d,)
+    (0 for a column with no stored entry; NaN where one is NaN), without an ``abs`` copy of X.
+
+    Sparse: one unbuffered reduction over the stored values, where scipy's
+    ``abs(X).max(axis=0)`` copies them and sorts them by column first (0.23 s against 0.02 s at
+    2,000 × 100,000 with 2·10⁶ entries); duplicate entries are summed first, as scipy does.
+    Dense: max(max x, −min x) by :func:`column_max_min`."""
+    if not sp.issparse(X):
+        if X.shape[0] == 0:
+            return np.zeros(X.shape[1])
+        high, low = column_max_min(X)
+        return np.maximum(high, -low).astype(np.float64)
     X = X.tocsr()
     if not X.has_canonical_format:
         X = X.copy()
@@ -45,6 +53,26 @@ def column_max_abs(X: Any) -> np.ndarray:
     with np.errstate(invalid="ignore"):  # a NaN is kept, not warned of: the callers check finiteness
         np.maximum.at(largest, X.indices, np.abs(X.data, dtype=np.float64))
     return largest
+
+
+#: Rows folded into one wide row by :func:`column_max_min`.
+FOLD_ROWS = 32
+
+
+def column_max_min(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's max and min of dense NumPy rows (at least one). A C-contiguous X is reduced as
+    a view of ``FOLD_ROWS`` rows to a row (a few long inner loops instead of one short loop per
+    row; 10⁷ × 100 float32: 0.9 s against 1.3 s), then the folded columns; exact, and a NaN still
+    shows."""
+    rows, d = X.shape
+    folded = (rows // FOLD_ROWS) * FOLD_ROWS
+    if not X.flags.c_contiguous or folded == 0 or d == 0:
+        return X.max(axis=0), X.min(axis=0)
+    wide = X[:folded].reshape(folded // FOLD_ROWS, FOLD_ROWS * d)
+    high, low = wide.max(axis=0).reshape(FOLD_ROWS, d).max(axis=0), wide.min(axis=0).reshape(FOLD_ROWS, d).min(axis=0)
+    if folded < rows:
+        high, low = np.maximum(high, X[folded:].max(axis=0)), np.minimum(low, X[folded:].min(axis=0))
+    return high, low
 
 
 def namespace(*arrays: Any) -> Any:

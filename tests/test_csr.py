@@ -279,3 +279,19 @@ def test_column_max_abs_is_scipys_max_of_abs(dtype):
     column = with_nan.indices[0]
     assert np.isnan(column_max_abs(with_nan)[column])
     np.testing.assert_array_equal(column_max_abs(X[:0]), np.zeros(40))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows", [0, 1, 31, 32, 1000, 1003])
+def test_column_max_abs_of_dense_rows_is_numpys_max_of_abs(dtype, rows):
+    """Dense rows (folded 32 rows to a row where C-contiguous): NumPy's abs(X).max(axis=0), for
+    a C-ordered, a Fortran-ordered and a strided X, and a NaN shows."""
+    from calopt.backends import column_max_abs
+
+    X = (np.random.default_rng(rows).standard_normal((rows, 7)) * [1, 10, 0.1, 5, 1e3, 2, 3]).astype(dtype)
+    for M in (X, np.asfortranarray(X), X[::2]):
+        expected = np.abs(M).max(axis=0).astype(np.float64) if M.shape[0] else np.zeros(7)
+        np.testing.assert_array_equal(column_max_abs(M), expected)
+    if rows:
+        X[rows // 2, 4] = np.nan
+        assert np.isnan(column_max_abs(X)[4]) and not np.isnan(column_max_abs(X)[3])

@@ -159,8 +159,7 @@ def _shard_stats(data: Dataset) -> dict[str, Any]:
     """Rows, width, each label's count and each feature's max |x| of a raw shard."""
     labels, counts = np.unique(data.labels, return_counts=True)
     X = data.X
-    maxabs = (column_max_abs(X) if is_sparse(X)
-              else np.max(np.abs(X), axis=0)) if X.shape[0] else np.zeros(X.shape[1])
+    maxabs = column_max_abs(X) if X.shape[0] else np.zeros(X.shape[1])
     return {"rows": int(X.shape[0]), "features": int(X.shape[1]), "labels": labels, "counts": counts,
             "maxabs": np.asarray(maxabs, dtype=np.float64), "open_width": data.open_width,
             "zero_based": data.zero_based, "format": data.format, "source": data.source}

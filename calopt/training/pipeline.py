@@ -161,10 +161,8 @@ def prepare(X: Any, y_pm: np.ndarray, backend: Backend, scale: bool | np.ndarray
         factors = scale
     elif not scale:
         factors = np.ones(X.shape[1])
-    elif is_sparse(X):
+    elif is_sparse(X) or isinstance(X, np.ndarray):
         factors = column_max_abs(X)
-    elif isinstance(X, np.ndarray):  # max |x| as max(max x, −min x): no |X| the size of the rows
-        factors = np.maximum(np.max(X, axis=0), -np.min(X, axis=0)).astype(np.float64)
     else:
         factors = to_numpy(xp.max(xp.abs(X), axis=0)).astype(np.float64)
     factors[~(factors > 0) | ~np.isfinite(factors)] = 1.0
