@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from calopt.errors import BackendError, UnknownNameError
 
 __all__ = ["BACKENDS", "Backend", "backend_of", "column_max_abs", "column_max_min", "device", "get_backend", "is_numpy", "is_sparse",
-           "namespace", "row_dot", "transposed_product", "to_numpy"]
+           "column_sums", "finite_columns", "namespace", "row_dot", "stack_rows", "transposed_product", "to_numpy", "unstack_rows"]
 
 #: Names accepted by :func:`get_backend` and ``--backend``.
 BACKENDS = ("numpy", "array-api-strict", "torch", "cupy")
@@ -103,6 +103,46 @@ def row_dot(a: Any, c: Any, xp: Any) -> Any:
     return xp.vecdot(a, c, axis=-1)
 
 
+def column_sums(a: Any, xp: Any) -> Any:
+    """``xp.sum(a, axis=0)``. For a C-ordered 2-D NumPy array through ``einsum``: NumPy's sum over
+    the first axis of such an array adds row after row, as ``einsum`` does, so the same bits
+    (tests/test_backends.py), about 3× faster at a few columns (14 against 40 µs at 2,100 × 6,
+    the L-BFGS pass's loss and intercept sums of stacked text models)."""
+    if type(a) is np.ndarray and a.ndim == 2 and a.flags.c_contiguous:
+        return np.einsum("ij->j", a)
+    return xp.sum(a, axis=0)
+
+
+def finite_columns(w: Any, xp: Any) -> Any:
+    """Whether every entry of each column of ``w`` (d, M) is finite, (M,). On NumPy through a
+    model-major copy: a reduction over the first axis of a (d, M) array runs an inner loop of M
+    values d times (88 against 24 µs at 4,197 × 6)."""
+    if type(w) is np.ndarray and w.ndim == 2:
+        return np.isfinite(np.ascontiguousarray(w.T)).all(axis=1)
+    return xp.all(xp.isfinite(w), axis=0)
+
+
+def stack_rows(w: Any, b: Any, xp: Any) -> Any:
+    """Stacked models' weights w (d, M) and intercepts b (M,) as one row each, (M, d + 1).
+
+    On NumPy C-ordered whatever w's layout (``concat`` of a transposed w keeps its Fortran
+    order, and then every per-model inner product and maximum over a row of the L-BFGS
+    state reads it with a stride: the max |∇f| of 6 text models took 150 µs instead of 15)."""
+    if is_numpy(xp):
+        z = np.empty((w.shape[1], w.shape[0] + 1), dtype=np.result_type(w, b))
+        z[:, :-1] = w.T
+        z[:, -1] = b
+        return z
+    return xp.concat([w.T, b[:, None]], axis=1)
+
+
+def unstack_rows(z: Any, xp: Any) -> tuple[Any, Any]:
+    """The w (d, M) and b (M,) of :func:`stack_rows`'s z; on NumPy w is C-ordered (a sparse
+    product's loop reads w that way: a strided view costs it a slow copy each product)."""
+    w, b = z[:, :-1].T, z[:, -1]
+    return (np.ascontiguousarray(w), b) if is_numpy(xp) else (w, b)
+
+
 def transposed_product(X: Any, coef: Any) -> Any:
     """``X.T @ coef``, the gradient's product, (d, M) for rows X (n, d) and ``coef`` (n, M).
 
@@ -124,8 +164,9 @@ def lbfgs_direction(g: Any, s: Any, y: Any, rho: Any, order: list[int], newest: 
     Algorithm 7.4) for one model or many stacked ones: ``g`` (..., p), the memory's slots on the
     first axis of ``s``, ``y`` (slots, ..., p) and ``rho`` (slots, ...) = 1/yᵀs (0: an empty slot,
     which acts as none), ``order`` the slots to use, oldest first, and ``newest`` the slot whose
-    pair scales the initial matrix (γ = sᵀy/yᵀy; without a pair the steepest descent direction
-    scaled to unit length). The lbfgs algorithm's step and the K-class rule's fold models both
+    pair scales the initial matrix (γ = sᵀy/yᵀy; without a pair the steepest descent direction,
+    scaled down to unit length where it is longer: scaled up as well, as SciPy's first step is, it
+    did worse on the wide benchmark's development half, 0.869 within 0.01 against 0.881). The lbfgs algorithm's step and the K-class rule's fold models both
     use it; inner products by :func:`row_dot`. On NumPy, one model (``g`` 1-D) takes
     :func:`_lbfgs_direction_one` and stacked ones :func:`_lbfgs_direction_stacked`: the same
     operations (the same bits), on NumPy scalars and in place respectively."""

@@ -359,6 +359,23 @@ def test_best_cut_of_one_score_vector_matches_a_plain_loop(dtype, measure):
         assert threshold.dtype == dtype
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("measure", ["f1", "gmean", "jaccard"])
+def test_best_cut_of_one_score_column_is_the_column_forms_to_the_bit(dtype, measure):
+    """Scores (n, 1) (the selection's last candidate left training) take the vector form: the same
+    threshold and value, to the bit, as that column cut beside another in the column form."""
+    rng = np.random.default_rng(13)
+    for n, decimals in ((40, 1), (2_100, 2), (2_100, 6)):
+        s = np.round(rng.standard_normal((n, 2)), decimals).astype(dtype)
+        y = np.where(rng.random(n) < 0.3 + 0.3 * (s[:, 0] > 0), 1.0, -1.0)
+        one_threshold, one_value = best_cut(s[:, :1], y, calopt.get_measure(measure))
+        thresholds, values = best_cut(s, y, calopt.get_measure(measure))
+        assert one_threshold.shape == one_value.shape == (1,)
+        assert one_threshold.dtype == thresholds.dtype and one_value.dtype == values.dtype
+        assert one_threshold[0].tobytes() == thresholds[0].tobytes()
+        assert one_value[0].tobytes() == values[0].tobytes()
+
+
 def test_best_cut_of_one_score_vector_with_nan_scores_cuts_as_the_column_form():
     """NaN scores sort first by value but last by the permutation: the vector form defers to the column form."""
     s = np.array([0.1, np.nan, 0.5, -1.0, np.nan, 0.3])

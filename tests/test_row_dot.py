@@ -1,5 +1,6 @@
 """calopt.backends.row_dot, put_slot, put_slot_where and lbfgs_direction: the per-row inner products,
-the memory ring and the two-loop recursion L-BFGS uses, against plain loops and the dense BFGS update."""
+the memory ring and the two-loop recursion L-BFGS uses, against plain loops and the dense BFGS update;
+and the stacked models' flat rows, column sums and finiteness it reads them with."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from calopt.backends import get_backend, lbfgs_direction, put_slot, put_slot_where, row_dot, transposed_product
+from calopt.backends import (column_sums, finite_columns, get_backend, lbfgs_direction, put_slot, put_slot_where, row_dot,
+                             stack_rows, transposed_product, unstack_rows)
 
 
 def _loop(a: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -203,3 +205,55 @@ def test_the_transposed_product_is_x_transposed_times_the_coefficients(shape, ki
     got = transposed_product(X, coef)
     assert got.shape == expected.shape
     np.testing.assert_allclose(np.asarray(got, dtype=np.float64), expected, rtol=tolerance, atol=tolerance * max(n, 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (2100, 6), (20_000, 18), (0, 4)])
+def test_column_sums_are_numpys_sums_over_the_rows_to_the_bit(dtype, shape):
+    """C-ordered 2-D NumPy arrays through einsum: NumPy's own ``sum(axis=0)`` bit for bit (both add
+    row after row), and within rounding of an exact sum; other layouts and namespaces as ``xp.sum``."""
+    rng = np.random.default_rng(shape[0] + shape[1])
+    a = (rng.standard_normal(shape) * rng.uniform(0.1, 1e3, shape[1])).astype(dtype)
+    got = column_sums(a, np)
+    assert got.dtype == dtype
+    assert got.tobytes() == np.sum(a, axis=0).tobytes()
+    exact = np.array([math.fsum(column) for column in a.astype(np.float64).T]).reshape(shape[1])
+    np.testing.assert_allclose(got, exact, rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-2)
+    fortran = np.asfortranarray(a)
+    assert column_sums(fortran, np).tobytes() == np.sum(fortran, axis=0).tobytes()
+    strict = get_backend("array-api-strict")
+    np.testing.assert_allclose(np.asarray(column_sums(strict.asarray(a), strict.xp), dtype=np.float64), exact,
+                               rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-2)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "array-api-strict"])
+def test_finite_columns_flag_each_column_with_an_inf_or_a_nan(backend):
+    """Against a loop over the columns: inf, -inf and NaN anywhere in a column make it False."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((4_197, 6))
+    w[0, 1], w[4_196, 2], w[2_000, 4] = np.inf, -np.inf, np.nan
+    chosen = get_backend(backend)
+    got = np.asarray(finite_columns(chosen.asarray(w), chosen.xp))
+    assert got.tolist() == [all(math.isfinite(v) for v in w[:, j]) for j in range(6)] == [
+        True, False, False, True, False, True]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "array-api-strict"])
+@pytest.mark.parametrize("layout", ["C", "transposed"])
+def test_stacked_rows_hold_each_models_weights_then_its_intercept(backend, layout):
+    """(w (d, M), b (M,)) as rows (w[:, m], b[m]), against a loop; on NumPy C-ordered whatever w's
+    layout (a transposed view, as L-BFGS's gradient sums of dense rows are), and back: w C-ordered
+    (what a sparse product reads), the same numbers."""
+    rng = np.random.default_rng(1)
+    d, M = 13, 4
+    w = rng.standard_normal((d, M)) if layout == "C" else rng.standard_normal((M, d)).T
+    b = rng.standard_normal(M)
+    chosen = get_backend(backend)
+    z = stack_rows(chosen.asarray(w), chosen.asarray(b), chosen.xp)
+    expected = np.stack([np.append(w[:, m], b[m]) for m in range(M)])
+    np.testing.assert_array_equal(np.asarray(z), expected)
+    w_back, b_back = unstack_rows(z, chosen.xp)
+    np.testing.assert_array_equal(np.asarray(w_back), w)
+    np.testing.assert_array_equal(np.asarray(b_back), b)
+    if backend == "numpy":
+        assert z.flags.c_contiguous and w_back.flags.c_contiguous

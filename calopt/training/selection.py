@@ -61,7 +61,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from calopt.algorithms import Algorithm, Problem
-from calopt.backends import Backend, device, get_backend, is_sparse, namespace, to_numpy
+from calopt.backends import Backend, device, finite_columns, get_backend, is_sparse, namespace, to_numpy
 from calopt.components import Component, parse_spec
 from calopt.constraints import ConstrainedMeasure
 from calopt.errors import ParameterError, TrainingError
@@ -702,7 +702,7 @@ class Selector:
             if candidates:
                 A = len(candidates)
                 w, b = arm.weights(arm_state, xp, candidates)
-                models_finite = xp.all(xp.isfinite(w), axis=0) & xp.isfinite(b)
+                models_finite = finite_columns(w, xp) & xp.isfinite(b)
                 finite.append(xp.all(xp.reshape(models_finite, (A, self.K + 1)), axis=1))
                 kept = arm.output_scores(arm_state, candidates)  # the pass's own scores of these weights
                 if self.trained_index is not None:  # the fold model's scores of the rows it trained on

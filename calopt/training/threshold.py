@@ -32,10 +32,11 @@ def best_cut(scores: Array, y: Array, measure: Measure, weight: Array | None = N
     with the fewest positive predictions.
     """
     xp = namespace(scores, y)
-    if weight is None and scores.ndim == 1 and is_numpy(xp) and scores.shape[0] > 0:
-        found = _best_cut_vector(scores, y, measure)
+    if weight is None and is_numpy(xp) and scores.shape[0] > 0 and (scores.ndim == 1 or scores.shape[1] == 1):
+        # one vector, or one column (the selection's last candidate left training)
+        found = _best_cut_vector(scores if scores.ndim == 1 else scores[:, 0], y, measure)
         if found is not None:
-            return found
+            return found if scores.ndim == 1 else (found[0][None], found[1][None])
     columns = scores if scores.ndim == 2 else xp.reshape(scores, (-1, 1))
     n = columns.shape[0]
     if n == 0:

@@ -26,7 +26,8 @@ import math
 from typing import Any, ClassVar, NamedTuple
 
 from calopt.algorithms import Algorithm, Batch, Problem, Tunable, column
-from calopt.backends import lbfgs_direction, put_slot, put_slot_where, row_dot, transposed_product
+from calopt.backends import (column_sums, is_numpy, lbfgs_direction, put_slot, put_slot_where, row_dot, stack_rows,
+                              transposed_product, unstack_rows)
 from calopt.errors import ParameterError
 
 Array = Any
@@ -133,9 +134,9 @@ class Lbfgs(Algorithm):
         if weight is not None:
             coef, losses = coef * weight, losses * weight
         whole = int(scores.shape[0]) == problem.n_samples  # one batch of every row
-        return state._replace(loss_sum=state.loss_sum + xp.sum(losses, axis=0),
+        return state._replace(loss_sum=state.loss_sum + column_sums(losses, xp),
                               grad_w_sum=state.grad_w_sum + transposed_product(X, coef),
-                              grad_b_sum=state.grad_b_sum + xp.sum(coef, axis=0),
+                              grad_b_sum=state.grad_b_sum + column_sums(coef, xp),
                               trial_scores=scores if whole else None)
 
     def end_epoch(self, state: LbfgsState, data: Batch, problem: Problem) -> LbfgsState:
@@ -143,9 +144,9 @@ class Lbfgs(Algorithm):
         else halve its step; the next pass evaluates the new trial point."""
         xp, m = problem.xp, problem.n_samples
         penalty = 1.0 / (self.C * m)  # the gradient of ‖w‖²/(2Cm)
-        f = state.loss_sum / m + 0.5 * penalty * self._sum(state.w * state.w, xp)
         z = self._flat(state.w, state.b, xp)
-        g = self._flat(state.grad_w_sum / m + penalty * state.w, state.grad_b_sum / m, xp)
+        f = state.loss_sum / m + 0.5 * penalty * self._squares(state.w, z, xp)
+        g = self._gradient(state, z, penalty, m, xp)
         slope = self._dot(state.g, state.p, xp)  # ∇fᵀp at the iterate
         started = xp.isfinite(state.f)
         accept = (f <= state.f + _ARMIJO * state.step * slope) | ~started
@@ -192,17 +193,18 @@ class Lbfgs(Algorithm):
     # last axis is several times faster than over the first of a (d+1, M) array).
     @staticmethod
     def _flat(w: Array, b: Array, xp: Any) -> Array:
-        """(w, b) as z = (d+1,), or (M, d+1) for stacked models (a row each)."""
+        """(w, b) as z = (d+1,), or (M, d+1) for stacked models (a row each, C-ordered on NumPy)."""
         if w.ndim == 1:
             return xp.concat([w, xp.expand_dims(b, axis=0)])
-        return xp.concat([w.T, b[:, None]], axis=1)
+        return stack_rows(w, b, xp)
 
     @staticmethod
     def _unflat(z: Array, like: Array, xp: Any) -> tuple[Array, Array]:
-        """The (w, b) of z (``like``: an array of w's shape)."""
+        """The (w, b) of z (``like``: an array of w's shape); stacked, w (d, M) C-ordered on NumPy
+        (what a sparse product reads)."""
         if z.ndim == 1:
             return z[:-1], z[-1]
-        return z[:, :-1].T, z[:, -1]
+        return unstack_rows(z, xp)
 
     @staticmethod
     def _dot(a: Array, c: Array, xp: Any) -> Array:
@@ -214,6 +216,24 @@ class Lbfgs(Algorithm):
         """Σ over one model's weights (the intercept apart): per model."""
         return xp.sum(w, axis=0)
 
+    def _gradient(self, state: LbfgsState, z: Array, penalty: Any, m: int, xp: Any) -> Array:
+        """∇f at the trial point (w, b), flat: the pass's sums / m, plus the penalty's gradient
+        (stacked on NumPy in the flat rows, whose weights ``z`` already holds: no transposed
+        copy of w; the same numbers per entry)."""
+        if z.ndim == 2 and is_numpy(xp):
+            g = self._flat(state.grad_w_sum, state.grad_b_sum, xp)
+            g /= m
+            g[:, :-1] += (penalty[:, None] if getattr(penalty, "ndim", 0) == 1 else penalty) * z[:, :-1]
+            return g
+        return self._flat(state.grad_w_sum / m + penalty * state.w, state.grad_b_sum / m, xp)
+
+    def _squares(self, w: Array, z: Array, xp: Any) -> Array:
+        """‖w‖² per model, for w and its flat z (stacked: over z's rows less their intercepts, each
+        a contiguous row on NumPy)."""
+        if z.ndim == 2:
+            return row_dot(z[:, :-1], z[:, :-1], xp)
+        return self._sum(w * w, xp)
+
     def converged(self, state: LbfgsState) -> bool:
         """Every model's gradient is within ``tol`` (max |∇f|), as scikit-learn's lbfgs stops."""
         xp = _namespace(state.g_max)
@@ -222,7 +242,7 @@ class Lbfgs(Algorithm):
     def _direction(self, g: Array, s: Array, y: Array, rho: Array, xp: Any, used: int | None = None,
                    head: int = 0) -> Array:
         """−H·∇f by the two-loop recursion over the memory (empty slots have ρ = 0 and act as none);
-        with no memory yet, the steepest descent direction scaled to unit length. The memory is a
+        with no memory yet, the steepest descent direction, at most of unit length. The memory is a
         ring whose oldest slot is ``head``. ``used``: the newest slots that can hold a pair (one a
         pass at the most: ``min(k, memory)``); the older ones are empty, and skipping them leaves
         the same numbers (their terms are exact zeros)."""
@@ -256,6 +276,8 @@ class Lbfgs(Algorithm):
         xp = _namespace(state.f)
         w, b = self._unflat(state.x, state.w, xp)
         started = xp.isfinite(state.f)
+        if bool(xp.all(started)):  # every pass after the first: no masking copies
+            return w, b
         return xp.where(started, w, state.w), xp.where(started, b, state.b)
 
     def describe_state(self, state: LbfgsState) -> dict[str, Array]:
