@@ -376,6 +376,38 @@ def test_best_cut_of_one_score_column_is_the_column_forms_to_the_bit(dtype, meas
         assert one_value[0].tobytes() == values[0].tobytes()
 
 
+@pytest.mark.parametrize("backend", ["numpy", "array-api-strict"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_thresholds_at_the_ends_and_between_adjacent_scores_separate_them(backend, dtype):
+    """A threshold "one above the highest score" that rounds back to it (|score| ≥ 2**24 in float32)
+    would predict that score positive, and a midpoint of two adjacent numbers that rounds up to the
+    higher would predict it negative: each cut and share is checked by counting the scores above
+    the threshold it returns (the count the cut's value was computed for)."""
+    from calopt.backends import get_backend
+    from calopt.training.threshold import threshold_at_share
+
+    chosen = get_backend(backend, dtype=dtype)
+    xp, kind = chosen.xp, np.dtype(dtype).type
+    huge = np.array([3e30, 1e30, -2e30, -5e30], dtype=kind)
+    top = kind(1.0)
+    adjacent = np.array([np.nextafter(top, kind(2)), top, kind(0.5), kind(0.25)], dtype=kind)
+    y = np.array([-1.0, -1.0, 1.0, 1.0])
+    y_adjacent = np.array([1.0, -1.0, -1.0, -1.0])
+    for scores, labels, measure, above in ((huge, y, "tnr", 0), (huge, y, "tpr", 4), (huge, y, "f1", 4),
+                                           (adjacent, y_adjacent, "f1", 1)):
+        S, Y = chosen.asarray(scores), chosen.asarray(labels)
+        columns = chosen.asarray(np.stack([scores, scores[::-1]], axis=1))
+        for cut in (best_cut(S, Y, calopt.get_measure(measure))[0],
+                    best_cut(xp.reshape(S, (-1, 1)), Y, calopt.get_measure(measure))[0][0],
+                    best_cut(columns, Y, calopt.get_measure(measure))[0][0]):
+            assert int(np.sum(scores > np.asarray(cut))) == above
+    for share, above in ((0.0, 0), (1.0, 4), (0.5, 2)):
+        for weight in (None, chosen.asarray(np.ones(4))):
+            for scores in (huge, adjacent):
+                t = threshold_at_share(chosen.asarray(scores), share, weight)
+                assert int(np.sum(scores > np.asarray(t))) == above
+
+
 def test_best_cut_of_one_score_vector_with_nan_scores_cuts_as_the_column_form():
     """NaN scores sort first by value but last by the permutation: the vector form defers to the column form."""
     s = np.array([0.1, np.nan, 0.5, -1.0, np.nan, 0.3])

@@ -22,14 +22,37 @@ __all__ = ["best_cut", "best_threshold", "cut_values", "feasible_threshold_at_sh
 Array = Any
 
 
+def _above(x: Array, xp: Any) -> Array:
+    """A threshold above ``x`` that ``x`` does not pass (``x > threshold`` is false): one above it,
+    or the next number above it where adding one rounds back to ``x`` (|x| ≥ 2**53 in float64,
+    2**24 in float32, where "one above the highest score" would otherwise predict it positive)."""
+    up = x + 1.0
+    return xp.where(up > x, up, xp.nextafter(x, xp.full_like(x, xp.inf)))
+
+
+def _below(x: Array, xp: Any) -> Array:
+    """A threshold below ``x`` that ``x`` passes: one below it, or the next number below it."""
+    down = x - 1.0
+    return xp.where(down < x, down, xp.nextafter(x, xp.full_like(x, -xp.inf)))
+
+
+def _between(high: Array, low: Array, xp: Any) -> Array:
+    """The midpoint of two sorted scores ``high`` > ``low``, a threshold that ``high`` passes and
+    ``low`` does not; ``low`` itself where the midpoint rounds up to ``high`` (two adjacent
+    floating-point numbers) or overflows."""
+    middle = (high + low) / 2
+    return xp.where(middle < high, middle, low)
+
+
 def best_cut(scores: Array, y: Array, measure: Measure, weight: Array | None = None) -> tuple[Array, Array]:
     """The threshold on ``scores`` that maximises ``measure`` for labels ``y`` (±1), and its value,
     as 0-d arrays on the scores' device; for scores (n, S), S columns cut at once ((S,) arrays).
 
     The counts are sums of the sample ``weight`` when given. Cuts fall between distinct
     sorted scores; the threshold is the midpoint of the best cut (one above the highest
-    score, or below the lowest, at the ends). Ties between cuts go to the first, the one
-    with the fewest positive predictions.
+    score, or below the lowest, at the ends; where that rounds back onto a score, the next
+    number past it, so the threshold always predicts the counts the value was computed for).
+    Ties between cuts go to the first, the one with the fewest positive predictions.
     """
     xp = namespace(scores, y)
     if weight is None and is_numpy(xp) and scores.shape[0] > 0 and (scores.ndim == 1 or scores.shape[1] == 1):
@@ -55,11 +78,11 @@ def best_cut(scores: Array, y: Array, measure: Measure, weight: Array | None = N
     k = xp.argmax(values, axis=0, keepdims=True)  # (1, S)
     # the scores on each side of cut k (the ends extended by one): the threshold is their midpoint,
     # or one above the highest score (nothing positive), or one below the lowest (all positive)
-    padded = xp.concat([sorted_scores[:1, :] + 1.0, sorted_scores, sorted_scores[-1:, :] - 1.0], axis=0)
+    padded = xp.concat([_above(sorted_scores[:1, :], xp), sorted_scores, _below(sorted_scores[-1:, :], xp)], axis=0)
     above = xp.take_along_axis(padded, k, axis=0)[0, :]
     below = xp.take_along_axis(padded, k + 1, axis=0)[0, :]
     k = k[0, :]
-    threshold = xp.where(k == 0, above, xp.where(k == n, below, (above + below) / 2))
+    threshold = xp.where(k == 0, above, xp.where(k == n, below, _between(above, below, xp)))
     value = xp.take_along_axis(values, xp.reshape(k, (1, -1)), axis=0)[0, :]
     return (threshold, value) if scores.ndim == 2 else (threshold[0], value[0])
 
@@ -97,11 +120,11 @@ def _best_cut_vector(scores: np.ndarray, y: np.ndarray, measure: Measure) -> tup
         values = np.where(valid, measure.from_counts(tp, fp, fp[-1] - fp, tp[-1] - tp, xp=np), -np.inf)
     best = int(np.argmax(values))
     if best == 0:
-        threshold = sorted_scores[0] + 1.0
+        threshold = _above(sorted_scores[0], np)
     elif best == n:
-        threshold = sorted_scores[n - 1] - 1.0
+        threshold = _below(sorted_scores[n - 1], np)
     else:
-        threshold = (sorted_scores[best - 1] + sorted_scores[best]) / 2
+        threshold = _between(sorted_scores[best - 1], sorted_scores[best], np)
     return np.asarray(threshold, dtype=scores.dtype), np.asarray(values[best])
 
 
@@ -191,7 +214,7 @@ def threshold_at_share(scores: Array, share: float, weight: Array | None = None)
 
     A cut between sorted scores as :func:`best_cut` makes: the midpoint of the two scores
     around the cut whose share above is nearest ``share``; one above the highest score for
-    0, one below the lowest for 1.
+    0, one below the lowest for 1 (the next number past them where one rounds back).
     """
     if (weight is None and is_numpy(namespace(scores)) and scores.ndim == 1
             and 0 < scores.shape[0] < 2 ** (np.finfo(scores.dtype).nmant + 1)):
@@ -209,7 +232,7 @@ def _nearest_share_selected(scores: Any, share: float) -> Any:
     n = scores.shape[0]
     target = min(max(int(np.ceil(share * n)), 0), n)
     if target == 0:  # cut 0, admitted whatever the scores: one above the highest
-        return np.asarray(np.max(scores) + 1.0)
+        return np.asarray(_above(np.max(scores), np))
     s = np.partition(scores, n - target)[n - target]  # the target-th highest
     higher = scores > s
     a, c = int(np.count_nonzero(higher)), int(np.count_nonzero(scores >= s))
@@ -219,13 +242,13 @@ def _nearest_share_selected(scores: Any, share: float) -> Any:
     distance = np.abs(shares - share)
     k = a if distance[0] <= distance[1] else c
     if k == a:
-        high = np.min(scores, where=higher, initial=np.inf) if a > 0 else s + 1.0
+        high = np.min(scores, where=higher, initial=np.inf) if a > 0 else _above(s, np)
         low = s
     else:
         lower = scores < s
         high = s
-        low = np.max(scores, where=lower, initial=-np.inf) if c < n else s - 1.0
-    return np.asarray(high if k == 0 else low if k == n else (high + low) / 2)
+        low = np.max(scores, where=lower, initial=-np.inf) if c < n else _below(s, np)
+    return np.asarray(high if k == 0 else low if k == n else _between(high, low, np))
 
 
 def feasible_threshold_at_share(scores: Array, y: Array, measure: Any, share: float,
@@ -267,9 +290,9 @@ def _cut_nearest_share(scores: Array, share: float, weight: Array | None,
     if allowed is not None:
         admitted = admitted & allowed(order, mass)
     k = xp.argmin(xp.where(admitted, xp.abs(above - share), xp.full_like(above, xp.inf)))
-    padded = xp.concat([sorted_scores[:1] + 1.0, sorted_scores, sorted_scores[-1:] - 1.0])
+    padded = xp.concat([_above(sorted_scores[:1], xp), sorted_scores, _below(sorted_scores[-1:], xp)])
     high, low = xp.unstack(xp.take(padded, xp.stack([k, k + 1])))
-    return xp.where(k == 0, high, xp.where(k == n, low, (high + low) / 2)), xp.any(admitted)
+    return xp.where(k == 0, high, xp.where(k == n, low, _between(high, low, xp))), xp.any(admitted)
 
 
 def best_threshold(scores: Array, y: Array, measure: Measure, weight: Array | None = None) -> tuple[float, float]:
