@@ -282,11 +282,15 @@ def selection_text(selection: dict[str, Any] | None, measure: str) -> str | None
     if selection.get("compared"):
         text += "; compared " + ", ".join(f"{c['algorithm']} {c['value']:.4f}" for c in selection["compared"])
     transfer = selection.get("threshold_transfer")
-    if transfer:  # "out-of-fold threshold|positive share … (REASON[: more])": the reason's first clause
-        reason = transfer.partition("(")[2].rstrip(")").partition(":")[0]
-        kept = ("the out-of-fold positive share kept, cut without the training rows' own terms"
-                if transfer.startswith("out-of-fold positive share") else "the out-of-fold threshold kept")
-        text += f"; {kept} ({reason})" if reason else f"; {transfer}"
+    if transfer:
+        kept, reason = selection.get("threshold_kept"), selection.get("threshold_reason")
+        if kept is None:  # a model file from before the two fields: "RULE … (REASON[: more])"
+            kept = "out-of-fold positive share" if transfer.startswith("out-of-fold positive share") else \
+                "out-of-fold threshold"
+            reason = transfer.partition("(")[2].rstrip(")").partition(":")[0]
+        said = ("the out-of-fold positive share kept, cut without the training rows' own terms"
+                if kept == "out-of-fold positive share" else "the out-of-fold threshold kept")
+        text += f"; {said} ({reason})" if reason else f"; {transfer}"
     return text
 
 

@@ -201,6 +201,8 @@ def test_wide_sparse_rows_keep_the_out_of_fold_share_on_new_rows(seed):
     model = calopt.fit(X, y, measure="f1")
     selection = model.fit_report.selection
     assert selection["threshold_transfer"].startswith("out-of-fold positive share")
+    assert (selection["threshold_kept"], selection["threshold_reason"]) == ("out-of-fold positive share",
+                                                                              "wide sparse rows")
     scores = model.decision_function(X_test)  # the threshold folded into the intercept
     raw = scores + model.threshold > selection["threshold"]
     share, new, raw_share = selection["positive_share"], np.mean(scores > 0), np.mean(raw)

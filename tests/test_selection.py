@@ -756,8 +756,12 @@ def test_the_raw_threshold_is_kept_from_as_many_columns_as_rows(monkeypatch, col
     else:  # the folds' check: the share kept here, or the raw threshold in its own words
         assert "threshold kept" not in line if not transfer else \
             line.endswith("; the out-of-fold threshold kept (the in-sample share does not carry over)")
+    if transfer:
+        assert model.fit_report.selection["threshold_kept"] == "out-of-fold threshold"
+        assert model.fit_report.selection["threshold_reason"] == (
+            "as many columns as rows" if columns >= 300 else "the in-sample share does not carry over")
     held = calopt.fit(X, y, measure="f1", seed=0, select="holdout:0.2")
-    assert "threshold_transfer" not in held.fit_report.selection
+    assert not {"threshold_transfer", "threshold_kept", "threshold_reason"} & set(held.fit_report.selection)
 
 
 def test_the_selection_line_names_the_threshold_kept():
@@ -773,6 +777,12 @@ def test_the_selection_line_names_the_threshold_kept():
     assert selection_text(own, "f1") == ("chosen by cv:5: lbfgs at 3 epochs of 9, held-out f1 0.5000; the "
                                          "out-of-fold positive share kept, cut without the training rows' own "
                                          "terms (wide sparse rows)")
+    # the report's own fields, not its sentence, where it has them
+    fields = {**chosen, "threshold_transfer": "anything (a sentence for people)", "threshold_kept":
+              "out-of-fold positive share", "threshold_reason": "wide sparse rows"}
+    assert selection_text(fields, "f1") == selection_text(own, "f1")
+    fields = {**fields, "threshold_kept": "out-of-fold threshold", "threshold_reason": "as many columns as rows"}
+    assert selection_text(fields, "f1").endswith("; the out-of-fold threshold kept (as many columns as rows)")
 
 
 def _wide_rows(rng, n, d, chosen, w):
