@@ -129,6 +129,34 @@ def test_candidates_get_trainers_of_their_own_where_reading_x_is_the_smaller_cos
     assert not by_candidate(2_000 * 2_000, 2_000, 6)
 
 
+def test_candidates_trainers_step_in_threads_from_a_passs_size(monkeypatch):
+    """The trainers of a candidate each step in the trainer pool's threads only where each one's pass
+    moves THREAD_BYTES or more (pass_bytes: X's entries and the recursion's coordinates); below it
+    one after the other, and the models are the same to the bit either way."""
+    from calopt.training import selection
+    from calopt.training.selection import COORDINATE_BYTES, ENTRY_BYTES, THREAD_BYTES, pass_bytes
+
+    assert pass_bytes(22_230, 4_197, 6) == ENTRY_BYTES * 22_230 + COORDINATE_BYTES * 4_197 * 6
+    assert pass_bytes(22_230, 4_197, 6) < THREAD_BYTES <= pass_bytes(52_029, 7_166, 6)  # sentences, SMS spam
+
+    class Pool:  # records the steps given to threads, runs them in this one
+        mapped = 0
+
+        def map(self, step, items):
+            Pool.mapped += 1
+            return list(map(step, items))
+
+    monkeypatch.setattr(selection, "trainer_pool", lambda: Pool())
+    X, y = _text_like(1500, 3000)  # 13,500 entries: 5.8 MB a pass
+    alone = calopt.fit(X, y, measure="f1", algorithm="lbfgs", select="cv:3", seed=1)
+    assert Pool.mapped == 0
+    monkeypatch.setattr(selection, "THREAD_BYTES", 0)
+    threaded = calopt.fit(X, y, measure="f1", algorithm="lbfgs", select="cv:3", seed=1)
+    assert Pool.mapped > 0
+    assert alone.coef.tobytes() == threaded.coef.tobytes()
+    assert alone.threshold == threaded.threshold and alone.intercept == threaded.intercept
+
+
 def test_a_candidate_whose_models_converged_is_not_trained_further(monkeypatch):
     """On sparse rows with many columns (L-BFGS's own work outweighs reading X) each candidate trains in a
     trainer of its own, and under the automatic stop a candidate whose K + 1 models have all met

@@ -70,10 +70,10 @@ from calopt.training.loop import Trainer, run
 from calopt.training.rowspace import COORDINATE_BYTES, ENTRY_BYTES
 from calopt.training.threshold import best_cut, best_threshold, positive_share, threshold_at_share
 
-__all__ = ["BOOTSTRAP", "CONFIDENCE", "CV_MINORITY", "CV_ROWS", "FOLDS", "HOLDOUT", "MAX_EPOCHS", "PATIENCE", "TRIAL_ROWS", "Arm",
+__all__ = ["BOOTSTRAP", "CONFIDENCE", "CV_MINORITY", "CV_ROWS", "FOLDS", "HOLDOUT", "MAX_EPOCHS", "PATIENCE", "THREAD_BYTES", "TRIAL_ROWS", "Arm",
            "Candidate", "Rule", "Selection", "SelectionState", "Selector", "best_candidate", "choose_settings",
            "fold_weights",
-           "foldable", "folds_of", "load_fold_splitter", "given_parameters", "grid_of", "parse_rule", "resolve_rule", "stratified_folds",
+           "foldable", "folds_of", "load_fold_splitter", "given_parameters", "grid_of", "parse_rule", "pass_bytes", "resolve_rule", "stratified_folds",
            "stratified_split",
            "take_rows", "trial_scores", "win_probability"]
 
@@ -342,6 +342,23 @@ def by_candidate(entries: int, d: int, models: int) -> bool:
     return ENTRY_BYTES * entries <= COORDINATE_BYTES * d * models
 
 
+#: A pass's work (:func:`pass_bytes`) from which the trainers of candidates that each train in their own
+#: (:func:`by_candidate`) step in threads. Below it the threads took longer than one after the other: a
+#: pass of a few thousand columns is mostly short NumPy calls that hold the GIL, so two threads wait on
+#: each other instead of overlapping (three trainers of six text models: 14-15 against 9-10 ms a
+#: pass). Chosen between the text sets of the size benchmark (in-process alternation, medians of 6
+#: fits: sentences, 8.6 MB a pass, 0.88 of the threads' time without them; SMS spam, 15 MB, 1.18;
+#: synthetic 4,000 × 7,000, 15 MB, 1.19) and confirmed on synthetic sparse rows of 5.8 and 9.1 MB
+#: (0.84, 0.81) and 12.5 and 19.7 MB (1.04, 1.05). The models are the same either way.
+THREAD_BYTES = 12_000_000
+
+
+def pass_bytes(entries: int, d: int, models: int) -> int:
+    """The bytes a full-batch pass of ``models`` stacked L-BFGS models moves (the cost model of
+    :func:`by_candidate`): X's ``entries`` read twice, and the two-loop recursion over d coordinates."""
+    return ENTRY_BYTES * entries + COORDINATE_BYTES * d * models
+
+
 def trains_by_candidate(algorithm: Algorithm, entries: int, d: int, models: int) -> bool:
     """Whether :meth:`Arm.build` gives each of ``algorithm``'s candidates a trainer of its own: a
     stackable full-batch algorithm (L-BFGS) where :func:`by_candidate` holds."""
@@ -392,6 +409,9 @@ class Arm:
     K: int = 1  #: folds (a held-out split: 1); each candidate has K fold models and a refit one
     #: the arm's columns each trainer trains, (start, stop)
     spans: list[tuple[int, int]] = field(default_factory=list)
+    #: whether a full-batch algorithm's trainers step in threads (:meth:`_each`): where each one's pass
+    #: moves at least :data:`THREAD_BYTES`
+    threaded: bool = True
 
     @classmethod
     def build(cls, algorithm: Algorithm, loss: Any, grid: list[dict[str, Any]], problem: Problem, K: int,
@@ -413,7 +433,9 @@ class Arm:
             trainers = [Trainer(dataclasses.replace(algorithm, **settings)) for settings in grid for _ in range(width)]
             per = 1
         problem = problem._replace(loss=loss, max_weight=max_weight, n_models=per if algorithm.stackable else 1)
-        return cls(algorithm, loss, grid, problem, trainers, K, [(j * per, (j + 1) * per) for j in range(len(trainers))])
+        threaded = not algorithm.stackable or pass_bytes(entries, problem.n_features, per) >= THREAD_BYTES
+        return cls(algorithm, loss, grid, problem, trainers, K, [(j * per, (j + 1) * per) for j in range(len(trainers))],
+                   threaded)
 
     def trainers_of(self, candidate: int) -> list[int]:
         """The trainers that train candidate's models."""
@@ -446,9 +468,10 @@ class Arm:
         :func:`trainer_pool`'s threads: NumPy's kernels and SciPy's sparse products release the
         GIL, and each trainer's state is its own, so the states are the same to the bit in any
         order (SMS spam text, 3 trainers of 6 models on 2 cores: about a fifth less time a
-        fit). A mini-batch algorithm's steps are too short to gain from threads."""
+        fit), where each trainer's pass moves :data:`THREAD_BYTES` or more (``threaded``). A
+        mini-batch algorithm's steps are too short to gain from threads."""
         live = [j for j, done in enumerate(retired) if not done]
-        pool = trainer_pool() if self.algorithm.full_batch and len(live) > 1 else None
+        pool = trainer_pool() if self.algorithm.full_batch and self.threaded and len(live) > 1 else None
         if pool is None:
             stepped = {j: step(self.trainers[j], states[j], parts[j]) for j in live}
         else:
