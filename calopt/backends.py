@@ -19,8 +19,9 @@ import scipy.sparse as sp
 
 from calopt.errors import BackendError, UnknownNameError
 
-__all__ = ["BACKENDS", "Backend", "backend_of", "column_max_abs", "column_max_min", "device", "get_backend", "is_numpy", "is_sparse",
-           "column_sums", "finite_columns", "namespace", "row_dot", "stack_rows", "transposed_product", "to_numpy", "unstack_rows"]
+__all__ = ["BACKENDS", "Backend", "backend_of", "column_max_abs", "column_max_min", "column_sums", "device",
+           "finite_columns", "get_backend", "is_numpy", "is_sparse", "namespace", "row_dot", "stack_rows",
+           "transposed_product", "to_numpy", "unstack_rows"]
 
 #: Names accepted by :func:`get_backend` and ``--backend``.
 BACKENDS = ("numpy", "array-api-strict", "torch", "cupy")
@@ -106,7 +107,7 @@ def row_dot(a: Any, c: Any, xp: Any) -> Any:
 def column_sums(a: Any, xp: Any) -> Any:
     """``xp.sum(a, axis=0)``. For a C-ordered 2-D NumPy array through ``einsum``: NumPy's sum over
     the first axis of such an array adds row after row, as ``einsum`` does, so the same bits
-    (tests/test_backends.py), about 3× faster at a few columns (14 against 40 µs at 2,100 × 6,
+    (tests/test_row_dot.py), about 3× faster at a few columns (14 against 40 µs at 2,100 × 6,
     the L-BFGS pass's loss and intercept sums of stacked text models)."""
     if type(a) is np.ndarray and a.ndim == 2 and a.flags.c_contiguous:
         return np.einsum("ij->j", a)
@@ -166,8 +167,8 @@ def lbfgs_direction(g: Any, s: Any, y: Any, rho: Any, order: list[int], newest: 
     which acts as none), ``order`` the slots to use, oldest first, and ``newest`` the slot whose
     pair scales the initial matrix (γ = sᵀy/yᵀy; without a pair the steepest descent direction,
     scaled down to unit length where it is longer: scaled up as well, as SciPy's first step is, it
-    did worse on the wide benchmark's development half, 0.869 within 0.01 against 0.881). The lbfgs algorithm's step and the K-class rule's fold models both
-    use it; inner products by :func:`row_dot`. On NumPy, one model (``g`` 1-D) takes
+    did worse on the wide benchmark's development half, 0.869 within 0.01 against 0.881). The
+    lbfgs algorithm's step and the K-class rule's fold models both use it; inner products by :func:`row_dot`. On NumPy, one model (``g`` 1-D) takes
     :func:`_lbfgs_direction_one` and stacked ones :func:`_lbfgs_direction_stacked`: the same
     operations (the same bits), on NumPy scalars and in place respectively."""
     if is_numpy(xp):

@@ -7,14 +7,15 @@ intercepts' float64 bytes and the threshold (``float.hex``, exact), as
 and compares.
 
 The committed file was produced by commit 06f4e84 (main, before schedules became parts
-of the training loop, issue 24 item 3), and regenerated once since, deliberately, when
+of the training loop, issue 24 item 3), and regenerated since, deliberately, when
 lbfgs's inner products moved from BLAS ``vecdot`` to ``einsum`` (issue 25: the same sums
 in another order, so the last bits of lbfgs/multinomial models moved; the wide benchmark's
 figures held on both halves), for the two multinomial cases when dense features came to be
 standardized for the multinomial model (issue 26), and for the two lbfgs cases with selection when
 stacked models' flat parameters came to be C-ordered (issue 25: the per-model inner products of the
-gradient read contiguous rows, so their sums' last bits moved; the wide benchmark's figures held). It is a regression fixture: a change that means to leave every
-model as it was must pass it unchanged. Regenerate it only for a deliberate change of the
+gradient read contiguous rows, so their sums' last bits moved; the wide benchmark's figures held).
+It is a regression fixture: a change that means to leave every model as it was must pass it
+unchanged. Regenerate it only for a deliberate change of the
 models, and say so in the commit that does.
 
 The data are small and deterministic: the first rows of the embedded a9a and ijcnn1

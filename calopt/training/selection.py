@@ -70,12 +70,11 @@ from calopt.training.loop import Trainer, run
 from calopt.training.rowspace import COORDINATE_BYTES, ENTRY_BYTES
 from calopt.training.threshold import best_cut, best_threshold, positive_share, threshold_at_share
 
-__all__ = ["BOOTSTRAP", "CONFIDENCE", "CV_MINORITY", "CV_ROWS", "FOLDS", "HOLDOUT", "MAX_EPOCHS", "PATIENCE", "THREAD_BYTES", "TRIAL_ROWS", "Arm",
-           "Candidate", "Rule", "Selection", "SelectionState", "Selector", "best_candidate", "choose_settings",
-           "fold_weights",
-           "foldable", "folds_of", "load_fold_splitter", "given_parameters", "grid_of", "parse_rule", "pass_bytes", "resolve_rule", "stratified_folds",
-           "stratified_split",
-           "take_rows", "trial_scores", "win_probability"]
+__all__ = ["BOOTSTRAP", "CONFIDENCE", "CV_MINORITY", "CV_ROWS", "FOLDS", "HOLDOUT", "MAX_EPOCHS", "PATIENCE",
+           "THREAD_BYTES", "TRIAL_ROWS", "Arm", "Candidate", "Rule", "Selection", "SelectionState", "Selector",
+           "best_candidate", "choose_settings", "fold_weights", "foldable", "folds_of", "load_fold_splitter",
+           "given_parameters", "grid_of", "parse_rule", "pass_bytes", "resolve_rule", "stratified_folds",
+           "stratified_split", "take_rows", "trial_scores", "win_probability"]
 
 Array = Any
 #: Rows used by the one-pass trial (each candidate gets one pass over at most this many).
