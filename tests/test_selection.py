@@ -236,14 +236,16 @@ def test_float32_text_predicts_as_float64_does():
 
 def test_candidates_trainers_step_in_threads_to_the_same_bits(monkeypatch):
     """Where each candidate has a trainer of its own (sparse rows with many columns), the trainers
-    of a pass step at once in threads: the model, its threshold and every candidate's held-out
-    value and pass equal, to the bit, those of the trainers stepped one after another."""
+    of a pass step at once in threads (here for any pass size: THREAD_BYTES lowered to 0): the
+    model, its threshold and every candidate's held-out value and pass equal, to the bit, those
+    of the trainers stepped one after another."""
     import threading
 
     from calopt.training import selection
 
     if selection.trainer_pool() is None:
         pytest.skip("one core: the trainers step one after another")
+    monkeypatch.setattr(selection, "THREAD_BYTES", 0)
     rng = np.random.default_rng(4)
     X = scipy.sparse.random(1500, 3000, density=0.003, random_state=5, format="csr")
     y = np.where(np.asarray(X @ rng.standard_normal(3000)).ravel() + 0.3 * rng.standard_normal(1500) > 0.4, 1, 0)
