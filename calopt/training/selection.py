@@ -1041,19 +1041,18 @@ class Selection:
         # the refit model's threshold where it is not the in-sample share: ``threshold_kept`` (which
         # rule) and ``threshold_reason`` (why, in a few words) for programs, ``threshold_transfer``
         # (the two in a sentence) for people
-        kept = reason = None
+        kept = None  # (rule, how it is cut, reason, more of the reason)
         if self.own_terms:
-            kept, reason, more = ("out-of-fold positive share", "wide sparse rows",
-                                  "the refit model separates its training rows, and its scores move between passes")
+            kept = ("out-of-fold positive share", ", cut on the training rows' scores without their own terms",
+                    "wide sparse rows", "the refit model separates its training rows, and its scores move between passes")
         if self.raw:
-            kept, reason, more = (("out-of-fold threshold", "as many columns as rows",
-                                   "a model separates its training rows, and the in-sample share does not carry over")
-                                  if self.wide else
-                                  ("out-of-fold threshold", "the in-sample share does not carry over", ""))
+            kept = (("out-of-fold threshold", "", "as many columns as rows",
+                     "a model separates its training rows, and the in-sample share does not carry over")
+                    if self.wide else ("out-of-fold threshold", "", "the in-sample share does not carry over", ""))
         if kept:
-            report["threshold_kept"], report["threshold_reason"] = kept, reason
-            how = ", cut on the training rows' scores without their own terms" if kept.endswith("share") else ""
-            report["threshold_transfer"] = f"{kept}{how} ({reason}{': ' + more if more else ''})"
+            rule, how, reason, more = kept
+            report["threshold_kept"], report["threshold_reason"] = rule, reason
+            report["threshold_transfer"] = f"{rule}{how} ({reason}{': ' + more if more else ''})"
         return report
 
 

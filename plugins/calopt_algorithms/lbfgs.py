@@ -276,8 +276,6 @@ class Lbfgs(Algorithm):
         xp = _namespace(state.f)
         w, b = self._unflat(state.x, state.w, xp)
         started = xp.isfinite(state.f)
-        if bool(xp.all(started)):  # every pass after the first: no masking copies
-            return w, b
         return xp.where(started, w, state.w), xp.where(started, b, state.b)
 
     def describe_state(self, state: LbfgsState) -> dict[str, Array]:
